@@ -1,0 +1,99 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/server"
+)
+
+type serveFlags struct {
+	configFile, kubeconfig, certDir, host, namespace string
+	metricsAddr, probeAddr, tlsMinVersion            string
+	port                                             int
+	shutdownTimeout                                  time.Duration
+	zap                                              zap.Options
+}
+
+func newServeCommand() *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the admission webhooks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configFile, "config", "", "Configuration file (config.kueue-guard.io/v1alpha1); defaults apply when empty")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty")
+	fl.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key; reloaded when they change")
+	fl.StringVar(&f.host, "webhook-host", "", "Address the webhook server listens on (all interfaces when empty)")
+	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
+	fl.StringVar(&f.tlsMinVersion, "tls-min-version", "1.3", "Minimum TLS version of the webhook server: 1.3 or 1.2")
+	fl.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The server's own namespace, never mutated or validated (default $POD_NAMESPACE)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests on SIGTERM")
+	goFlags := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f.zap.BindFlags(goFlags)
+	cmd.Flags().AddGoFlagSet(goFlags)
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, f *serveFlags) error {
+	logger := zap.New(zap.UseFlagOptions(&f.zap))
+	ctrl.SetLogger(logger)
+
+	cfg := config.Default()
+	if f.configFile != "" {
+		var err error
+		if cfg, err = config.Load(f.configFile); err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("invalid configuration: %w", err)}
+		}
+	}
+	minTLS, err := server.ParseTLSVersion(f.tlsMinVersion)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	restCfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	srv, err := server.New(ctx, server.Options{
+		Config:                 cfg,
+		RESTConfig:             restCfg,
+		Namespace:              f.namespace,
+		CertDir:                f.certDir,
+		WebhookHost:            f.host,
+		WebhookPort:            f.port,
+		TLSMinVersion:          minTLS,
+		MetricsBindAddress:     f.metricsAddr,
+		HealthProbeBindAddress: f.probeAddr,
+		ShutdownTimeout:        f.shutdownTimeout,
+		Logger:                 logger,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("starting kueue-guard", "version", version, "profile", cfg.InstallProfile)
+	return srv.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}

@@ -1,0 +1,18 @@
+// Command kube-apiserver is the upstream API server, built from the k8s.io/kubernetes
+// module so that tests and `make run` need no downloaded binaries.
+package main
+
+import (
+	"os"
+	_ "time/tzdata" // CronJob time zones
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewAPIServerCommand()))
+}

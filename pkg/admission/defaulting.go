@@ -1,0 +1,204 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// Annotations kueue-guard reads on a Namespace and writes on a defaulted object.
+const (
+	// DefaultQueueAnnotation on a Namespace names the LocalQueue its workloads go to.
+	DefaultQueueAnnotation = "kueue-guard.io/default-queue"
+	// DefaultPriorityClassAnnotation on a Namespace names the WorkloadPriorityClass
+	// its workloads get.
+	DefaultPriorityClassAnnotation = "kueue-guard.io/default-priority-class"
+	// DefaultedByAnnotation on a workload records where its queue came from.
+	DefaultedByAnnotation = "kueue-guard.io/defaulted-by"
+	// KueueDefaultLocalQueue is the LocalQueue name Kueue itself defaults to.
+	KueueDefaultLocalQueue = "default"
+)
+
+// Where a default queue came from, as written in DefaultedByAnnotation.
+const (
+	SourceNamespaceAnnotation = "namespace-annotation"
+	SourceRulePrefix          = "rule/"
+	SourceKueueDefault        = "kueue-default-localqueue"
+)
+
+// Rule names of the defaulting step's own violations.
+const (
+	RuleMissingLocalQueue = "missing-local-queue"
+)
+
+// QueueChoice is a defaulted queue and why it was chosen.
+type QueueChoice struct {
+	LocalQueue    string
+	PriorityClass string
+	// Source is the DefaultedByAnnotation value.
+	Source string
+	// Exists reports whether the LocalQueue exists in the namespace.
+	Exists bool
+}
+
+type compiledRule struct {
+	rule     config.DefaultingRule
+	selector labels.Selector
+}
+
+// QueueResolver chooses a namespace's default queue for a workload. It is shared by
+// the defaulting step, the guards (which must know whether a workload would get a
+// queue) and the reviewer's explanations.
+type QueueResolver struct {
+	rules []compiledRule
+}
+
+// NewQueueResolver compiles the configuration's rules once.
+func NewQueueResolver(cfg *config.Configuration) (*QueueResolver, error) {
+	r := &QueueResolver{}
+	for i, rule := range cfg.Defaulting.Rules {
+		sel, err := rule.Selector()
+		if err != nil {
+			return nil, fmt.Errorf("defaulting.rules[%d].namespaceSelector: %w", i, err)
+		}
+		r.rules = append(r.rules, compiledRule{rule: rule, selector: sel})
+	}
+	return r, nil
+}
+
+// Resolve returns the queue a workload without one would get in a namespace, in
+// order: the namespace annotation; the first matching configuration rule; Kueue's
+// own LocalQueue named "default". It returns nil when nothing applies.
+func (r *QueueResolver) Resolve(namespace string, obj workloadObject, view cluster.View) *QueueChoice {
+	ns, _ := view.Namespace(namespace)
+	var nsLabels labels.Set
+	var priority string
+	if ns != nil {
+		nsLabels = ns.Labels
+		priority = ns.Annotations[DefaultPriorityClassAnnotation]
+		if q := ns.Annotations[DefaultQueueAnnotation]; q != "" {
+			return r.choice(namespace, q, priority, SourceNamespaceAnnotation, view)
+		}
+	}
+	for _, cr := range r.rules {
+		if ns == nil || !cr.selector.Matches(nsLabels) {
+			continue
+		}
+		if cr.rule.RequestsResource != "" && !obj.requests(corev1.ResourceName(cr.rule.RequestsResource)) {
+			continue
+		}
+		if cr.rule.PriorityClass != "" {
+			priority = cr.rule.PriorityClass
+		}
+		return r.choice(namespace, cr.rule.LocalQueue, priority, SourceRulePrefix+cr.rule.Name, view)
+	}
+	if _, ok := view.LocalQueue(namespace, KueueDefaultLocalQueue); ok {
+		return &QueueChoice{LocalQueue: KueueDefaultLocalQueue, PriorityClass: priority, Source: SourceKueueDefault, Exists: true}
+	}
+	return nil
+}
+
+// DefaultPriorityClass is the namespace's default WorkloadPriorityClass, or "".
+func DefaultPriorityClass(namespace string, view cluster.View) string {
+	if ns, ok := view.Namespace(namespace); ok {
+		return ns.Annotations[DefaultPriorityClassAnnotation]
+	}
+	return ""
+}
+
+func (r *QueueResolver) choice(namespace, queue, priority, source string, view cluster.View) *QueueChoice {
+	_, exists := view.LocalQueue(namespace, queue)
+	return &QueueChoice{LocalQueue: queue, PriorityClass: priority, Source: source, Exists: exists}
+}
+
+// workloadObject lets the resolver ask about resources lazily: most namespaces
+// never reach a resource rule, so the object is not walked for them.
+type workloadObject interface {
+	requests(name corev1.ResourceName) bool
+}
+
+type unstructuredWorkload struct{ req *Request }
+
+func (w unstructuredWorkload) requests(name corev1.ResourceName) bool {
+	return workload.RequestsResource(w.req.Object, name)
+}
+
+// Defaulter is the mutating step that sets a workload's queue and priority class.
+type Defaulter struct {
+	resolver *QueueResolver
+	missing  config.MissingLocalQueueAction
+}
+
+var _ Step = (*Defaulter)(nil)
+
+// NewDefaulter builds the defaulting step.
+func NewDefaulter(resolver *QueueResolver, missing config.MissingLocalQueueAction) *Defaulter {
+	return &Defaulter{resolver: resolver, missing: missing}
+}
+
+// Name implements Step.
+func (*Defaulter) Name() string { return "queue-defaulting" }
+
+// QueueLabelField is the field path of a kind's queue label, for violations.
+func QueueLabelField(in *integrations.Integration) *field.Path {
+	return field.NewPath(in.LabelsPath()[0], in.LabelsPath()[1:]...).Key(integrations.QueueNameLabel)
+}
+
+// Admit implements Step. It only acts on CREATE of a top-level workload, never
+// overwrites a label the user set, and is idempotent: on reinvocation the label is
+// already there and nothing changes.
+func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if req.Operation != admissionv1.Create || !workload.IsTopLevel(req.Object) {
+		return nil
+	}
+	in := t.Integration
+	queue := workload.QueueName(req.Object, in)
+	priority := ""
+	if queue == "" {
+		choice := s.resolver.Resolve(req.Namespace, unstructuredWorkload{req}, view)
+		if choice == nil {
+			return nil
+		}
+		if !choice.Exists {
+			switch s.missing {
+			case config.MissingLocalQueueIgnore:
+				return nil
+			case config.MissingLocalQueueDeny:
+				d.Deny(RuleMissingLocalQueue, QueueLabelField(in).String(), fmt.Sprintf(
+					"default LocalQueue %q (from %s) does not exist in namespace %q: ask an admin to create it, or set %s",
+					choice.LocalQueue, choice.Source, req.Namespace, integrations.QueueNameLabel))
+				return nil
+			default:
+				d.Warn(RuleMissingLocalQueue, QueueLabelField(in).String(), fmt.Sprintf(
+					"LocalQueue %q not found in namespace %q: the workload stays pending until it exists",
+					choice.LocalQueue, req.Namespace))
+			}
+		}
+		if err := workload.SetLabel(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue); err != nil {
+			return fmt.Errorf("setting %s: %w", integrations.QueueNameLabel, err)
+		}
+		if err := workload.SetAnnotation(req.Object, in, DefaultedByAnnotation, choice.Source); err != nil {
+			return fmt.Errorf("setting %s: %w", DefaultedByAnnotation, err)
+		}
+		d.Defaulted = choice
+		d.Annotate("queue-name", choice.LocalQueue+" ("+choice.Source+")")
+		priority = choice.PriorityClass
+	} else {
+		priority = DefaultPriorityClass(req.Namespace, view)
+	}
+	if priority != "" && workload.PriorityClass(req.Object, in) == "" {
+		if err := workload.SetLabel(req.Object, in, integrations.PriorityClassLabel, priority); err != nil {
+			return fmt.Errorf("setting %s: %w", integrations.PriorityClassLabel, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+// Package admission is the one pipeline: a Request and a cluster View in, a Decision
+// out. It has no HTTP in it; the webhook handlers and the offline reviewer are thin
+// adapters around it, so both give the same answer for the same object.
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// Request is one object under admission, built from an AdmissionRequest or, by the
+// reviewer, from a manifest.
+type Request struct {
+	UID         types.UID
+	Operation   admissionv1.Operation
+	Kind        schema.GroupVersionKind
+	SubResource string
+	Namespace   string
+	Name        string
+	UserInfo    authenticationv1.UserInfo
+	// Object is the object as received. The mutating path edits a copy of it.
+	Object *unstructured.Unstructured
+	// Raw is Object's JSON as received, when the caller has it; patches are
+	// computed against it so that they are minimal.
+	Raw       []byte
+	OldObject *unstructured.Unstructured
+	DryRun    bool
+}
+
+// Enforcement says what a violation does to the response.
+type Enforcement string
+
+const (
+	// EnforcementDeny rejects the request.
+	EnforcementDeny Enforcement = "deny"
+	// EnforcementWarn admits it with a kubectl warning.
+	EnforcementWarn Enforcement = "warn"
+	// EnforcementDryRun only logs and counts the violation.
+	EnforcementDryRun Enforcement = "dryrun"
+)
+
+// Violation is one broken rule.
+type Violation struct {
+	// Rule identifies the rule: a step's rule name or a policy id.
+	Rule string
+	// Field is the field path the violation is about, e.g. metadata.labels[...].
+	Field string
+	// Message is a short statement a user can act on.
+	Message     string
+	Enforcement Enforcement
+}
+
+// Decision is the pipeline's answer.
+type Decision struct {
+	// Patch turns the received object into the mutated one (mutating path only).
+	Patch []jsonpatch.Operation
+	// Object is the mutated object (mutating path only), nil when unchanged.
+	Object *unstructured.Unstructured
+	// Violations are every broken rule, whatever their enforcement.
+	Violations []Violation
+	// Warnings are returned to the client (kubectl prints them).
+	Warnings []string
+	// AuditAnnotations are recorded in the API server's audit log.
+	AuditAnnotations map[string]string
+	// Defaulted records how the queue was chosen, when the pipeline chose it.
+	Defaulted *QueueChoice
+}
+
+// Allowed reports whether no violation denies the request.
+func (d *Decision) Allowed() bool {
+	for _, v := range d.Violations {
+		if v.Enforcement == EnforcementDeny {
+			return false
+		}
+	}
+	return true
+}
+
+// Denials returns the violations that deny the request.
+func (d *Decision) Denials() []Violation {
+	var out []Violation
+	for _, v := range d.Violations {
+		if v.Enforcement == EnforcementDeny {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Warn adds a violation that only warns, and its warning text.
+func (d *Decision) Warn(rule, field, msg string) {
+	d.Violations = append(d.Violations, Violation{Rule: rule, Field: field, Message: msg, Enforcement: EnforcementWarn})
+	d.Warnings = append(d.Warnings, msg)
+}
+
+// Deny adds a violation that denies the request.
+func (d *Decision) Deny(rule, field, msg string) {
+	d.Violations = append(d.Violations, Violation{Rule: rule, Field: field, Message: msg, Enforcement: EnforcementDeny})
+}
+
+// Annotate records an audit annotation; keys are prefixed by the API server with
+// the webhook's name.
+func (d *Decision) Annotate(key, value string) {
+	if d.AuditAnnotations == nil {
+		d.AuditAnnotations = map[string]string{}
+	}
+	d.AuditAnnotations[key] = value
+}
+
+// Summary is a one-line description of the decision for logs.
+func (d *Decision) Summary() string {
+	switch {
+	case !d.Allowed():
+		rules := make([]string, 0, len(d.Violations))
+		for _, v := range d.Denials() {
+			rules = append(rules, v.Rule)
+		}
+		return "denied by " + strings.Join(rules, ",")
+	case len(d.Patch) > 0:
+		return "patched"
+	case len(d.Warnings) > 0:
+		return "allowed with warnings"
+	}
+	return "allowed"
+}
+
+// Target is what every step learns about the request before it runs: the catalog
+// entry of the object's kind. Steps only run for catalog kinds.
+type Target struct {
+	Integration *integrations.Integration
+}
+
+// Step is one admission concern: defaulting, the integration guard, the controller
+// guard, the policies. A step adds to the Decision; it returns an error only when it
+// cannot decide (an infrastructure failure), never for a broken rule.
+type Step interface {
+	Name() string
+	Admit(ctx context.Context, req *Request, t Target, view cluster.View, d *Decision) error
+}
+
+// StepError is an infrastructure failure of a step (or a contained panic).
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("internal error in %s: %v", e.Step, e.Err) }
+
+func (e *StepError) Unwrap() error { return e.Err }

@@ -1,0 +1,23 @@
+// Package cluster is what an admission step may know about the cluster.
+//
+// Steps read the cluster only through View, so the same pipeline runs in the server
+// (backed by controller-runtime's informer cache: no API call on the request path)
+// and offline (backed by a Snapshot of objects read from files or listed once).
+package cluster
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+)
+
+// View is a read-only, in-memory view of the objects admission decisions depend on.
+// Implementations must not call the API server: they are consulted on every request.
+// Returned objects are shared; callers must not modify them.
+type View interface {
+	// Namespace returns a namespace by name.
+	Namespace(name string) (*corev1.Namespace, bool)
+	// LocalQueue returns a LocalQueue by namespace and name.
+	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
+	// ClusterQueue returns a ClusterQueue by name.
+	ClusterQueue(name string) (*kueue.ClusterQueue, bool)
+}

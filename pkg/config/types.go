@@ -1,0 +1,181 @@
+// Package config holds kueue-guard's versioned, user-facing configuration file: its types, defaults,
+// validation and loading. The file is read and validated once at start-up and then passed whole to the
+// server and the offline reviewer, so that every later decision can trust it without re-checking.
+package config
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// GroupVersion and Kind identify the file format. They are checked before anything else so that a file
+// meant for another tool (or a future, incompatible version of this one) is rejected instead of being
+// half-understood.
+const (
+	GroupVersion = "config.kueue-guard.io/v1alpha1"
+	Kind         = "Configuration"
+)
+
+// Defaults that users see in the documentation and the Helm chart; kept here so that there is one
+// source of truth for them.
+const (
+	// DefaultKueueNamespace is where a standard Kueue installation runs.
+	DefaultKueueNamespace = "kueue-system"
+	// DefaultKueueControllerName is the Deployment name of a standard Kueue installation, the one
+	// controller allowed by default under the managed profile.
+	DefaultKueueControllerName = "kueue-controller-manager"
+	// DefaultPolicyDirectory is where the Helm chart mounts the Rego policies.
+	DefaultPolicyDirectory = "/etc/kueue-guard/policies"
+	// KubeSystemNamespace is always exempt: mutating or rejecting system components could break the
+	// cluster the webhook itself depends on.
+	KubeSystemNamespace = "kube-system"
+)
+
+// InstallProfile says who owns the Kueue installation, which decides where the set of enabled
+// integrations comes from and which Kueue controllers are expected.
+type InstallProfile string
+
+const (
+	// ProfileManaged is a Kueue installation run by a platform (fixed integrations, one known controller).
+	ProfileManaged InstallProfile = "managed"
+	// ProfileOSS is a self-installed upstream Kueue whose integrations the user chooses.
+	ProfileOSS InstallProfile = "oss"
+)
+
+// MissingLocalQueueAction says what to do with a workload whose queue name could not be defaulted,
+// because a silently unqueued workload bypasses Kueue's quota entirely.
+type MissingLocalQueueAction string
+
+const (
+	// MissingLocalQueueWarn admits the workload with an admission warning.
+	MissingLocalQueueWarn MissingLocalQueueAction = "warn"
+	// MissingLocalQueueDeny rejects the workload so that nothing runs outside Kueue.
+	MissingLocalQueueDeny MissingLocalQueueAction = "deny"
+	// MissingLocalQueueIgnore admits the workload silently (for gradual roll-outs).
+	MissingLocalQueueIgnore MissingLocalQueueAction = "ignore"
+)
+
+// IntegrationAction says what to do with a workload of a kind whose Kueue integration is not enabled:
+// Kueue would ignore it, so it would run without quota.
+type IntegrationAction string
+
+const (
+	// IntegrationActionDeny rejects such workloads.
+	IntegrationActionDeny IntegrationAction = "deny"
+	// IntegrationActionWarn admits them with an admission warning.
+	IntegrationActionWarn IntegrationAction = "warn"
+)
+
+// OnError says how a policy evaluation failure (not a policy violation) is treated; it is the
+// fail-open versus fail-closed choice for the Rego step.
+type OnError string
+
+const (
+	// OnErrorDeny fails closed: the request is rejected when a policy cannot be evaluated.
+	OnErrorDeny OnError = "deny"
+	// OnErrorAllow fails open: the request is admitted with a warning.
+	OnErrorAllow OnError = "allow"
+)
+
+// Configuration is the whole configuration file. Its JSON names are the user-facing API: add to them,
+// never rename them.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// InstallProfile selects how Kueue was installed; see InstallProfile.
+	InstallProfile InstallProfile `json:"installProfile,omitempty"`
+	// KueueNamespace is where Kueue and its Configuration live.
+	KueueNamespace string `json:"kueueNamespace,omitempty"`
+	// ExemptNamespaces are never mutated or validated, in addition to kube-system and the webhook's own
+	// namespace (see IsExempt).
+	ExemptNamespaces []string `json:"exemptNamespaces,omitempty"`
+	// Defaulting configures queue-name defaulting on the mutating path.
+	Defaulting Defaulting `json:"defaulting,omitempty"`
+	// Integrations configures the guard against workloads that Kueue would not manage.
+	Integrations Integrations `json:"integrations,omitempty"`
+	// Controllers configures the guard against a second Kueue controller.
+	Controllers Controllers `json:"controllers,omitempty"`
+	// Policies configures the Rego policy step.
+	Policies Policies `json:"policies,omitempty"`
+}
+
+// Defaulting decides how a workload without a queue name gets one, so that users need not know their
+// LocalQueue's name.
+type Defaulting struct {
+	// MissingLocalQueue is applied when no source yields a queue name.
+	MissingLocalQueue MissingLocalQueueAction `json:"missingLocalQueue,omitempty"`
+	// Rules are consulted after the namespace annotation and before Kueue's `default` LocalQueue,
+	// in order; the first matching rule wins.
+	Rules []DefaultingRule `json:"rules,omitempty"`
+}
+
+// DefaultingRule maps a class of workloads (by namespace labels and requested resource) to a
+// LocalQueue, for clusters where one queue per namespace is not enough (e.g. GPU jobs).
+type DefaultingRule struct {
+	// Name identifies the rule in the `kueue-guard.io/defaulted-by` annotation and in messages.
+	Name string `json:"name"`
+	// NamespaceSelector restricts the rule to matching namespaces; nil matches every namespace.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// RequestsResource restricts the rule to workloads that request this resource (e.g. nvidia.com/gpu).
+	RequestsResource string `json:"requestsResource,omitempty"`
+	// LocalQueue is the queue name to set.
+	LocalQueue string `json:"localQueue"`
+	// PriorityClass is an optional WorkloadPriorityClass name to set as well.
+	PriorityClass string `json:"priorityClass,omitempty"`
+}
+
+// Integrations configures the integration guard.
+type Integrations struct {
+	// Action is applied to workloads of a kind whose Kueue integration is not enabled.
+	Action IntegrationAction `json:"action,omitempty"`
+	// Frameworks lists the enabled Kueue framework names (e.g. batch/job) for the oss profile when
+	// Kueue's own Configuration cannot or should not be read; empty means read it.
+	Frameworks []string `json:"frameworks,omitempty"`
+}
+
+// Controllers configures the controller-singleton guard: two Kueue controllers fighting over the same
+// objects corrupt quota accounting.
+type Controllers struct {
+	// Allowed lists the Kueue controllers that may run.
+	Allowed []ControllerRef `json:"allowed,omitempty"`
+}
+
+// ControllerRef names one Kueue controller Deployment that is allowed to run.
+type ControllerRef struct {
+	// Namespace of the controller; empty defaults to KueueNamespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the controller Deployment.
+	Name string `json:"name"`
+}
+
+// Policies configures the Rego policy step.
+type Policies struct {
+	// Directory holds the Rego policies (and their data); it is watched for changes.
+	Directory string `json:"directory,omitempty"`
+	// OnError decides whether an evaluation failure rejects or admits the request.
+	OnError OnError `json:"onError,omitempty"`
+}
+
+// Selector returns the rule's namespace selector, treating a nil selector as "every namespace"
+// (metav1.LabelSelectorAsSelector would treat it as "no namespace").
+func (r DefaultingRule) Selector() (labels.Selector, error) {
+	if r.NamespaceSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(r.NamespaceSelector)
+}
+
+// IsExempt reports whether objects in namespace must be left alone: kube-system and the webhook's own
+// namespace are always exempt, so that a broken webhook or policy cannot lock out the components needed
+// to repair it.
+func (c *Configuration) IsExempt(namespace, ownNamespace string) bool {
+	if namespace == KubeSystemNamespace || (ownNamespace != "" && namespace == ownNamespace) {
+		return true
+	}
+	if c == nil {
+		return false
+	}
+	return slices.Contains(c.ExemptNamespaces, namespace)
+}

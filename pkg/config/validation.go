@@ -1,0 +1,197 @@
+package config
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Field paths of the configuration file, named once so that messages and tests agree.
+var (
+	apiVersionPath        = field.NewPath("apiVersion")
+	kindPath              = field.NewPath("kind")
+	installProfilePath    = field.NewPath("installProfile")
+	kueueNamespacePath    = field.NewPath("kueueNamespace")
+	exemptNamespacesPath  = field.NewPath("exemptNamespaces")
+	defaultingPath        = field.NewPath("defaulting")
+	missingLocalQueuePath = defaultingPath.Child("missingLocalQueue")
+	rulesPath             = defaultingPath.Child("rules")
+	integrationsPath      = field.NewPath("integrations")
+	actionPath            = integrationsPath.Child("action")
+	frameworksPath        = integrationsPath.Child("frameworks")
+	allowedPath           = field.NewPath("controllers", "allowed")
+	policiesPath          = field.NewPath("policies")
+	directoryPath         = policiesPath.Child("directory")
+	onErrorPath           = policiesPath.Child("onError")
+)
+
+// Messages shared by several checks.
+const (
+	msgFrameworksManaged = "may only be set with installProfile \"oss\"; the managed profile's integrations are fixed"
+	msgSurroundingSpace  = "must not have leading or trailing whitespace"
+)
+
+// Validate reports every problem in the configuration, each with its field path, so that a user can fix
+// the file in one pass. It expects SetDefaults to have run: unset enums are reported as unsupported.
+func (c *Configuration) Validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != GroupVersion {
+		errs = append(errs, field.NotSupported(apiVersionPath, c.APIVersion, []string{GroupVersion}))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.NotSupported(kindPath, c.Kind, []string{Kind}))
+	}
+	if c.InstallProfile != ProfileManaged && c.InstallProfile != ProfileOSS {
+		errs = append(errs, field.NotSupported(installProfilePath, c.InstallProfile,
+			[]InstallProfile{ProfileManaged, ProfileOSS}))
+	}
+	errs = append(errs, validateNamespaceName(kueueNamespacePath, c.KueueNamespace)...)
+	errs = append(errs, validateExemptNamespaces(c.ExemptNamespaces)...)
+	errs = append(errs, validateDefaulting(&c.Defaulting)...)
+	errs = append(errs, validateIntegrations(&c.Integrations, c.InstallProfile)...)
+	errs = append(errs, validateControllers(&c.Controllers)...)
+	errs = append(errs, validatePolicies(&c.Policies)...)
+	return errs
+}
+
+func validateExemptNamespaces(namespaces []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, ns := range namespaces {
+		p := exemptNamespacesPath.Index(i)
+		if seen.Has(ns) {
+			errs = append(errs, field.Duplicate(p, ns))
+			continue
+		}
+		seen.Insert(ns)
+		errs = append(errs, validateNamespaceName(p, ns)...)
+	}
+	return errs
+}
+
+func validateDefaulting(d *Defaulting) field.ErrorList {
+	var errs field.ErrorList
+	switch d.MissingLocalQueue {
+	case MissingLocalQueueWarn, MissingLocalQueueDeny, MissingLocalQueueIgnore:
+	default:
+		errs = append(errs, field.NotSupported(missingLocalQueuePath, d.MissingLocalQueue,
+			[]MissingLocalQueueAction{MissingLocalQueueWarn, MissingLocalQueueDeny, MissingLocalQueueIgnore}))
+	}
+	names := sets.New[string]()
+	for i := range d.Rules {
+		p := rulesPath.Index(i)
+		r := &d.Rules[i]
+		if r.Name != "" {
+			if names.Has(r.Name) {
+				errs = append(errs, field.Duplicate(p.Child("name"), r.Name))
+			}
+			names.Insert(r.Name)
+		}
+		errs = append(errs, validateRule(p, r)...)
+	}
+	return errs
+}
+
+func validateRule(p *field.Path, r *DefaultingRule) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "every rule needs a name for the defaulted-by annotation"))
+	} else {
+		errs = append(errs, invalidIfAny(p.Child("name"), r.Name, validation.IsDNS1123Label(r.Name))...)
+	}
+	if r.NamespaceSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(r.NamespaceSelector); err != nil {
+			errs = append(errs, field.Invalid(p.Child("namespaceSelector"), r.NamespaceSelector, err.Error()))
+		}
+	}
+	if r.RequestsResource != "" {
+		errs = append(errs, invalidIfAny(p.Child("requestsResource"), r.RequestsResource,
+			validation.IsQualifiedName(r.RequestsResource))...)
+	}
+	if r.LocalQueue == "" {
+		errs = append(errs, field.Required(p.Child("localQueue"), "the LocalQueue name to set"))
+	} else {
+		errs = append(errs, invalidIfAny(p.Child("localQueue"), r.LocalQueue,
+			validation.IsDNS1123Subdomain(r.LocalQueue))...)
+	}
+	if r.PriorityClass != "" {
+		errs = append(errs, invalidIfAny(p.Child("priorityClass"), r.PriorityClass,
+			validation.IsDNS1123Subdomain(r.PriorityClass))...)
+	}
+	return errs
+}
+
+func validateIntegrations(in *Integrations, profile InstallProfile) field.ErrorList {
+	var errs field.ErrorList
+	if in.Action != IntegrationActionDeny && in.Action != IntegrationActionWarn {
+		errs = append(errs, field.NotSupported(actionPath, in.Action,
+			[]IntegrationAction{IntegrationActionDeny, IntegrationActionWarn}))
+	}
+	if len(in.Frameworks) > 0 && profile == ProfileManaged {
+		errs = append(errs, field.Forbidden(frameworksPath, msgFrameworksManaged))
+	}
+	seen := sets.New[string]()
+	for i, f := range in.Frameworks {
+		p := frameworksPath.Index(i)
+		switch {
+		case strings.TrimSpace(f) == "":
+			errs = append(errs, field.Required(p, "a Kueue framework name, e.g. batch/job"))
+		case strings.TrimSpace(f) != f:
+			errs = append(errs, field.Invalid(p, f, msgSurroundingSpace))
+		case seen.Has(f):
+			errs = append(errs, field.Duplicate(p, f))
+		}
+		seen.Insert(f)
+	}
+	return errs
+}
+
+func validateControllers(c *Controllers) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[ControllerRef]()
+	for i, ref := range c.Allowed {
+		p := allowedPath.Index(i)
+		if seen.Has(ref) {
+			errs = append(errs, field.Duplicate(p, ref))
+			continue
+		}
+		seen.Insert(ref)
+		errs = append(errs, validateNamespaceName(p.Child("namespace"), ref.Namespace)...)
+		if ref.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "the Kueue controller Deployment name"))
+		} else {
+			errs = append(errs, invalidIfAny(p.Child("name"), ref.Name, validation.IsDNS1123Subdomain(ref.Name))...)
+		}
+	}
+	return errs
+}
+
+func validatePolicies(p *Policies) field.ErrorList {
+	var errs field.ErrorList
+	if p.Directory == "" {
+		errs = append(errs, field.Required(directoryPath, "the directory holding the Rego policies"))
+	}
+	if p.OnError != OnErrorDeny && p.OnError != OnErrorAllow {
+		errs = append(errs, field.NotSupported(onErrorPath, p.OnError, []OnError{OnErrorDeny, OnErrorAllow}))
+	}
+	return errs
+}
+
+// validateNamespaceName checks a Kubernetes namespace name (a DNS-1123 label).
+func validateNamespaceName(p *field.Path, ns string) field.ErrorList {
+	if ns == "" {
+		return field.ErrorList{field.Required(p, "a namespace name")}
+	}
+	return invalidIfAny(p, ns, validation.IsDNS1123Label(ns))
+}
+
+// invalidIfAny turns the messages of an apimachinery Is* check into one field error.
+func invalidIfAny(p *field.Path, value string, msgs []string) field.ErrorList {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, value, strings.Join(msgs, "; "))}
+}

@@ -1,0 +1,164 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+)
+
+// Decision labels of the request metrics.
+const (
+	decisionAllowed = "allowed"
+	decisionPatched = "patched"
+	decisionDenied  = "denied"
+	decisionError   = "error"
+)
+
+// runFunc is one of the pipeline's two paths.
+type runFunc func(ctx context.Context, req *guard.Request, view cluster.View) (*guard.Decision, error)
+
+// Handler serves one webhook path by running one path of the pipeline.
+type Handler struct {
+	name    string
+	run     runFunc
+	view    cluster.View
+	metrics *Metrics
+}
+
+var _ admission.Handler = (*Handler)(nil)
+
+// NewMutatingWorkloads serves /mutate-workloads: queue-name defaulting.
+func NewMutatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
+	return &Handler{name: "mutate-workloads", run: p.Mutate, view: view, metrics: m}
+}
+
+// NewValidatingWorkloads serves /validate-workloads.
+func NewValidatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
+	return &Handler{name: "validate-workloads", run: p.Validate, view: view, metrics: m}
+}
+
+// Handle implements admission.Handler. It never panics on bad input: a request
+// it cannot read gets a 400 that names the problem.
+func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
+	start := time.Now()
+	logger := log.FromContext(ctx).WithValues("webhook", h.name, "uid", ar.UID, "operation", ar.Operation,
+		"kind", ar.Kind.Kind, "namespace", ar.Namespace, "name", ar.Name)
+	decision := decisionError
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error(fmt.Errorf("%v", r), "handler panicked")
+			resp = admission.Errored(http.StatusInternalServerError, errors.New("internal error: the request could not be evaluated"))
+			decision = decisionError
+		}
+		if h.metrics != nil {
+			h.metrics.Requests.WithLabelValues(h.name, string(ar.Operation), decision).Inc()
+			h.metrics.Latency.WithLabelValues(h.name, decision).Observe(time.Since(start).Seconds())
+		}
+	}()
+
+	req, err := newRequest(ar)
+	if err != nil {
+		logger.V(1).Info("rejecting unreadable request", "error", err.Error())
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	d, err := h.run(ctx, req, h.view)
+	if err != nil {
+		logger.Error(err, "admission pipeline failed")
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	for _, v := range d.Violations {
+		if h.metrics != nil {
+			h.metrics.Violations.WithLabelValues(h.name, v.Rule, string(v.Enforcement)).Inc()
+		}
+		logger.Info("rule violated", "rule", v.Rule, "enforcement", v.Enforcement, "field", v.Field, "message", v.Message)
+	}
+	resp = response(req, d)
+	switch {
+	case !resp.Allowed:
+		decision = decisionDenied
+	case len(resp.Patches) > 0:
+		decision = decisionPatched
+	default:
+		decision = decisionAllowed
+	}
+	logger.V(2).Info("decided", "decision", d.Summary())
+	return resp
+}
+
+// newRequest decodes an AdmissionRequest into the pipeline's Request.
+func newRequest(ar admission.Request) (*guard.Request, error) {
+	req := &guard.Request{
+		UID:         ar.UID,
+		Operation:   ar.Operation,
+		Kind:        schema.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
+		SubResource: ar.SubResource,
+		Namespace:   ar.Namespace,
+		Name:        ar.Name,
+		UserInfo:    ar.UserInfo,
+		DryRun:      ar.DryRun != nil && *ar.DryRun,
+	}
+	var err error
+	if ar.Operation != admissionv1.Delete {
+		if req.Object, err = decode(ar.Object.Raw, "object"); err != nil {
+			return nil, err
+		}
+		req.Raw = ar.Object.Raw
+	}
+	if len(ar.OldObject.Raw) > 0 {
+		if req.OldObject, err = decode(ar.OldObject.Raw, "oldObject"); err != nil {
+			return nil, err
+		}
+	}
+	if req.Name == "" && req.Object != nil {
+		req.Name = req.Object.GetName()
+	}
+	return req, nil
+}
+
+func decode(raw []byte, what string) (*unstructured.Unstructured, error) {
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("admission request has no %s", what)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("admission request %s is not a valid Kubernetes object: %w", what, err)
+	}
+	return u, nil
+}
+
+// response builds the AdmissionResponse. A denial is a 422 Invalid with one cause
+// per violation, the same shape as built-in validation, so kubectl prints each
+// field and message.
+func response(req *guard.Request, d *guard.Decision) admission.Response {
+	if !d.Allowed() {
+		var errs field.ErrorList
+		for _, v := range d.Denials() {
+			errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: v.Field,
+				BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("[%s] %s", v.Rule, v.Message)})
+		}
+		status := apierrors.NewInvalid(req.Kind.GroupKind(), req.Name, errs).ErrStatus
+		resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}
+		return resp.WithWarnings(d.Warnings...)
+	}
+	var resp admission.Response
+	if len(d.Patch) > 0 {
+		resp = admission.Patched("", d.Patch...)
+	} else {
+		resp = admission.Allowed("")
+	}
+	resp.AuditAnnotations = d.AuditAnnotations
+	return resp.WithWarnings(d.Warnings...)
+}

@@ -1,0 +1,212 @@
+// Package integrations is the catalog of workload kinds that Kueue integrates with.
+//
+// It is the single source of truth for which kinds kueue-guard mutates and validates,
+// which Kueue framework manages each kind, where a kind keeps its queue label, and which
+// install profiles support it. The webhook handlers, the Helm chart's webhook rules, the
+// offline reviewer and the tests all read this list instead of retyping it.
+package integrations
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kueue's own label keys. They are Kueue's API, so they live here once.
+const (
+	// QueueNameLabel routes a workload to a LocalQueue in its namespace.
+	QueueNameLabel = "kueue.x-k8s.io/queue-name"
+	// PriorityClassLabel names the WorkloadPriorityClass of a workload.
+	PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+)
+
+// Integration describes one workload kind Kueue can manage.
+type Integration struct {
+	// GVK is the served group, version and kind the webhooks register for.
+	GVK schema.GroupVersionKind
+	// Resource is the plural resource name used in webhook rules.
+	Resource string
+	// Framework is Kueue's integration name (as in Kueue's Configuration
+	// integrations.frameworks). It is empty for kinds Kueue does not manage itself
+	// but whose children it does (CronJob).
+	Framework string
+	// ChildFramework is, for a kind that is not a framework itself, the framework
+	// of the objects it creates (CronJob → batch/job); support is judged on it.
+	ChildFramework string
+	// QueueLabelPath is the path of the metadata.labels map that holds the queue
+	// label; annotations are written beside it.
+	QueueLabelPath []string
+	// Managed reports whether a managed install supports this integration.
+	Managed bool
+	// Alternative is what to use instead where the integration is unsupported.
+	Alternative string
+}
+
+// Key is the "group/kind" form used in messages and lookups.
+func (i *Integration) Key() string { return GroupKindKey(i.GVK.GroupKind()) }
+
+// EffectiveFramework is the Kueue framework that decides whether Kueue will
+// manage objects of this kind.
+func (i *Integration) EffectiveFramework() string {
+	if i.Framework != "" {
+		return i.Framework
+	}
+	return i.ChildFramework
+}
+
+// LabelsPath is QueueLabelPath followed by "labels".
+func (i *Integration) LabelsPath() []string { return append(slices.Clone(i.QueueLabelPath), "labels") }
+
+// AnnotationsPath is QueueLabelPath followed by "annotations".
+func (i *Integration) AnnotationsPath() []string {
+	return append(slices.Clone(i.QueueLabelPath), "annotations")
+}
+
+var topLevelMeta = []string{"metadata"}
+
+const (
+	useTrainJob = "Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1)"
+	useJobSet   = "JobSet (jobset.x-k8s.io/v1alpha2)"
+)
+
+// catalog lists every kind. Order is stable and is the order of generated rules.
+var catalog = []Integration{
+	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true},
+	{GVK: gvk("batch", "v1", "CronJob"), Resource: "cronjobs", ChildFramework: "batch/job", Managed: true,
+		QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
+	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true},
+	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true},
+	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true},
+	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
+		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet},
+	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true},
+	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true},
+	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true},
+	{GVK: gvk("ray.io", "v1", "RayService"), Resource: "rayservices", Framework: "ray.io/rayservice", Managed: true},
+	{GVK: gvk("kubeflow.org", "v2beta1", "MPIJob"), Resource: "mpijobs", Framework: "kubeflow.org/mpijob", Managed: true},
+	{GVK: gvk("kubeflow.org", "v1", "PyTorchJob"), Resource: "pytorchjobs", Framework: "kubeflow.org/pytorchjob", Alternative: useTrainJob},
+	{GVK: gvk("kubeflow.org", "v1", "TFJob"), Resource: "tfjobs", Framework: "kubeflow.org/tfjob", Alternative: useTrainJob},
+	{GVK: gvk("kubeflow.org", "v1", "XGBoostJob"), Resource: "xgboostjobs", Framework: "kubeflow.org/xgboostjob", Alternative: useTrainJob},
+	{GVK: gvk("kubeflow.org", "v1", "PaddleJob"), Resource: "paddlejobs", Framework: "kubeflow.org/paddlejob", Alternative: useTrainJob},
+	{GVK: gvk("kubeflow.org", "v1", "JAXJob"), Resource: "jaxjobs", Framework: "kubeflow.org/jaxjob", Alternative: useTrainJob},
+	{GVK: gvk("trainer.kubeflow.org", "v1alpha1", "TrainJob"), Resource: "trainjobs", Framework: "trainer.kubeflow.org/trainjob", Managed: true},
+	{GVK: gvk("workload.codeflare.dev", "v1beta2", "AppWrapper"), Resource: "appwrappers",
+		Framework: "workload.codeflare.dev/appwrapper", Alternative: useJobSet},
+	{GVK: gvk("sparkoperator.k8s.io", "v1beta2", "SparkApplication"), Resource: "sparkapplications",
+		Framework: "sparkoperator.k8s.io/sparkapplication"},
+}
+
+// byGroupKind indexes the catalog; built once, never mutated.
+var byGroupKind = func() map[schema.GroupKind]*Integration {
+	m := make(map[schema.GroupKind]*Integration, len(catalog))
+	for i := range catalog {
+		if catalog[i].QueueLabelPath == nil {
+			catalog[i].QueueLabelPath = topLevelMeta
+		}
+		m[catalog[i].GVK.GroupKind()] = &catalog[i]
+	}
+	return m
+}()
+
+func gvk(group, version, kind string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+}
+
+// All returns the catalog in its stable order. Callers must not modify the entries.
+func All() []*Integration {
+	out := make([]*Integration, len(catalog))
+	for i := range catalog {
+		out[i] = &catalog[i]
+	}
+	return out
+}
+
+// Lookup finds the integration for a group and kind, whatever the version: the
+// webhooks register with matchPolicy Equivalent, so other served versions of the
+// same kind arrive here too.
+func Lookup(gk schema.GroupKind) (*Integration, bool) {
+	i, ok := byGroupKind[gk]
+	return i, ok
+}
+
+// GroupKindKey renders a GroupKind as "kind.group" the way kubectl names resources
+// ("Job.batch", "Pod").
+func GroupKindKey(gk schema.GroupKind) string {
+	if gk.Group == "" {
+		return gk.Kind
+	}
+	return gk.Kind + "." + gk.Group
+}
+
+// Frameworks returns every Kueue framework name the catalog knows, sorted.
+func Frameworks() []string {
+	seen := map[string]bool{}
+	for i := range catalog {
+		if f := catalog[i].Framework; f != "" {
+			seen[f] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for f := range seen {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// WebhookRule is one admission rule: the resources of one API group and version.
+type WebhookRule struct {
+	Group     string
+	Version   string
+	Resources []string
+}
+
+// WebhookRules groups the catalog's resources by group and version, in catalog
+// order. The chart's webhook configurations are generated from it.
+func WebhookRules() []WebhookRule {
+	var rules []WebhookRule
+	idx := map[string]int{}
+	for i := range catalog {
+		gv := catalog[i].GVK.GroupVersion().String()
+		j, ok := idx[gv]
+		if !ok {
+			j = len(rules)
+			idx[gv] = j
+			rules = append(rules, WebhookRule{Group: catalog[i].GVK.Group, Version: catalog[i].GVK.Version})
+		}
+		rules[j].Resources = append(rules[j].Resources, catalog[i].Resource)
+	}
+	return rules
+}
+
+// ownerKinds are the built-in controllers whose children are never top-level
+// workloads, besides the catalog's own kinds: labeling a ReplicaSet's or a
+// DaemonSet's pods would make Kueue gate each pod as its own workload.
+var ownerKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "ReplicaSet"}:        true,
+	{Group: "apps", Kind: "DaemonSet"}:         true,
+	{Group: "", Kind: "ReplicationController"}: true,
+}
+
+// IsManagedOwner reports whether a controller owner of this group and kind makes
+// its children part of another workload, so the children must not be labeled.
+// A CronJob's Jobs are top-level (Kueue manages each Job), and so are children of
+// controllers Kueue does not know (an external workflow engine's Jobs).
+func IsManagedOwner(gk schema.GroupKind) bool {
+	if ownerKinds[gk] {
+		return true
+	}
+	i, ok := byGroupKind[gk]
+	return ok && i.Framework != ""
+}
+
+// ParseGroupKind parses the group of an apiVersion string ("batch/v1" → "batch").
+func ParseGroupKind(apiVersion, kind string) schema.GroupKind {
+	group := ""
+	if g, _, found := strings.Cut(apiVersion, "/"); found {
+		group = g
+	}
+	return schema.GroupKind{Group: group, Kind: kind}
+}

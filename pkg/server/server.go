@@ -1,0 +1,145 @@
+// Package server wires kueue-guard's webhook server: the controller-runtime manager,
+// the informer cache behind the cluster view, the admission pipeline and its
+// handlers, health and readiness, and metrics. It is the one place where the parts
+// meet; cmd/webhook and the integration tests both start the server through it.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+)
+
+// Options are everything the server needs; the serve command fills them from flags.
+type Options struct {
+	Config     *config.Configuration
+	RESTConfig *rest.Config
+	// Namespace is the server's own namespace, always exempt.
+	Namespace              string
+	CertDir                string
+	WebhookHost            string
+	WebhookPort            int
+	TLSMinVersion          uint16
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	ShutdownTimeout        time.Duration
+	Logger                 logr.Logger
+}
+
+// Scheme holds the types the server reads: the built-in ones and Kueue's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kueue.AddToScheme(s))
+	return s
+}
+
+// Server is a configured, not yet started webhook server.
+type Server struct {
+	mgr    manager.Manager
+	synced atomic.Bool
+}
+
+// exemptions adapts the configuration to the pipeline's Exemptions.
+type exemptions struct {
+	cfg *config.Configuration
+	own string
+}
+
+func (e exemptions) IsExempt(ns string) bool { return e.cfg.IsExempt(ns, e.own) }
+
+// New builds the server.
+func New(ctx context.Context, o Options) (*Server, error) {
+	if o.Config == nil {
+		return nil, errors.New("no configuration")
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	scheme := Scheme()
+	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion, o.ShutdownTimeout)
+	mgr, err := manager.New(o.RESTConfig, manager.Options{
+		Scheme:                  scheme,
+		Logger:                  o.Logger,
+		Cache:                   cluster.CacheOptions(scheme),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		WebhookServer:           ws,
+		GracefulShutdownTimeout: &o.ShutdownTimeout,
+		// The server only reads; every replica serves. No leader election.
+		LeaderElection: false,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	view, err := cluster.NewInformerView(ctx, mgr.GetCache())
+	if err != nil {
+		return nil, err
+	}
+	resolver, err := guard.NewQueueResolver(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	pipeline := guard.NewPipeline(exemptions{cfg: o.Config, own: o.Namespace},
+		[]guard.Step{guard.NewDefaulter(resolver, o.Config.Defaulting.MissingLocalQueue)},
+		nil)
+	metrics, err := handlers.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	ws.Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
+
+	s := &Server{mgr: mgr}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook", ws.StartedChecker()); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache", s.cacheSynced); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if mgr.GetCache().WaitForCacheSync(ctx) {
+			s.synced.Store(true)
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) cacheSynced(*http.Request) error {
+	if !s.synced.Load() {
+		return errors.New("informer caches have not synced")
+	}
+	return nil
+}
+
+// Start runs the server until ctx is cancelled, then drains in-flight requests.
+func (s *Server) Start(ctx context.Context) error { return s.mgr.Start(ctx) }
+
+// Ready reports whether the caches have synced (the readiness endpoint also
+// checks the webhook server).
+func (s *Server) Ready() bool { return s.synced.Load() }
