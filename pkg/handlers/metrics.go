@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -29,10 +31,31 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Rule violations found, by webhook, rule and enforcement (deny, warn, dryrun).",
 		}, []string{"webhook", "rule", "enforcement"}),
 	}
-	for _, c := range []prometheus.Collector{m.Requests, m.Latency, m.Violations} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.Requests, err = register(reg, m.Requests); err != nil {
+		return nil, err
+	}
+	if m.Latency, err = register(reg, m.Latency); err != nil {
+		return nil, err
+	}
+	if m.Violations, err = register(reg, m.Violations); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the collector already registered under the
+// same name, so that a process that builds a second server (tests, a restart in
+// place) shares the series instead of failing.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
 }

@@ -69,6 +69,7 @@ var topLevelMeta = []string{"metadata"}
 const (
 	useTrainJob = "Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1)"
 	useJobSet   = "JobSet (jobset.x-k8s.io/v1alpha2)"
+	useSparkJob = "a Job (batch/v1) running spark-submit, or an OSS Kueue install with the sparkapplication integration"
 )
 
 // catalog lists every kind. Order is stable and is the order of generated rules.
@@ -95,7 +96,7 @@ var catalog = []Integration{
 	{GVK: gvk("workload.codeflare.dev", "v1beta2", "AppWrapper"), Resource: "appwrappers",
 		Framework: "workload.codeflare.dev/appwrapper", Alternative: useJobSet},
 	{GVK: gvk("sparkoperator.k8s.io", "v1beta2", "SparkApplication"), Resource: "sparkapplications",
-		Framework: "sparkoperator.k8s.io/sparkapplication"},
+		Framework: "sparkoperator.k8s.io/sparkapplication", Alternative: useSparkJob},
 }
 
 // byGroupKind indexes the catalog; built once, never mutated.

@@ -107,7 +107,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	ws.Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
+	mgr.GetWebhookServer().Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
 
 	s := &Server{mgr: mgr}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -1,0 +1,270 @@
+package kueuecontroller
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Match is the evidence that an object runs a Kueue controller manager. The singleton
+// guard puts Reasons into its denial so that whoever applied the object can see what
+// gave it away, and Container into the field path.
+type Match struct {
+	// Reasons lists every distinct signal found, in a stable order (images, labels,
+	// arguments), e.g. `image "registry.k8s.io/kueue/kueue:v0.17.0"`,
+	// `labels app.kubernetes.io/name=kueue,control-plane=controller-manager`,
+	// `argument --config=/controller_manager_config.yaml`. Values taken from the object
+	// are shortened and quoted when needed, so a hostile object cannot flood or forge
+	// the message.
+	Reasons []string
+	// Container is the container that runs the manager: the first whose image matched,
+	// else the first whose arguments added a reason; "" when only labels matched.
+	Container string
+}
+
+// Label keys and values that Kueue's Helm chart and kustomize config put on the
+// manager's pods (its selector labels).
+const (
+	labelName         = "app.kubernetes.io/name"
+	labelNameValue    = "kueue"
+	labelControlPlane = "control-plane"
+	labelControlValue = "controller-manager"
+
+	// configFileName is the manager configuration file Kueue's chart and kustomize
+	// config mount and pass with --config.
+	configFileName = "controller_manager_config.yaml"
+)
+
+const (
+	// maxReasons bounds Match.Reasons: one distinct image or flag per container is
+	// plenty to explain a denial, and an object with thousands of containers must not
+	// produce a message of the same size.
+	maxReasons = 16
+	// maxShown bounds how much of an image or argument a reason quotes.
+	maxShown = 200
+)
+
+// labelsReason is the reason recorded when the selector labels match.
+var labelsReason = "labels " + labelName + "=" + labelNameValue + "," + labelControlPlane + "=" + labelControlValue
+
+// podTemplatePaths says, per kind the controller guard admits, where the pod template
+// lives. nil means the object is itself the Pod. Versions are exact: the API server
+// serves these kinds at no other version, and an object without its apiVersion is
+// malformed.
+var podTemplatePaths = map[schema.GroupVersionKind][]string{
+	{Group: "apps", Version: "v1", Kind: "Deployment"}:  {"spec", "template"},
+	{Group: "apps", Version: "v1", Kind: "StatefulSet"}: {"spec", "template"},
+	{Group: "apps", Version: "v1", Kind: "DaemonSet"}:   {"spec", "template"},
+	{Group: "apps", Version: "v1", Kind: "ReplicaSet"}:  {"spec", "template"},
+	{Group: "", Version: "v1", Kind: "Pod"}:             nil,
+}
+
+// containerLists are the pod spec fields scanned for containers, main containers first
+// so that Match.Container names the manager rather than a helper.
+var containerLists = []string{"containers", "initContainers"}
+
+// Detect reports whether obj — an apps/v1 Deployment, StatefulSet, DaemonSet or
+// ReplicaSet, or a v1 Pod, as received at admission — runs a Kueue controller manager,
+// and why. It is what lets the singleton guard catch a second Kueue whatever it is
+// called and wherever it is installed. Other kinds, nil and malformed objects never
+// match; a Kueue manager run by any other controller is still caught at its Pods.
+func Detect(obj *unstructured.Unstructured) (*Match, bool) {
+	if obj == nil || obj.Object == nil {
+		return nil, false
+	}
+	templatePath, known := podTemplatePaths[obj.GroupVersionKind()]
+	if !known {
+		return nil, false
+	}
+	template := obj.Object
+	if templatePath != nil {
+		template, _ = nestedMap(obj.Object, templatePath...) // nil when malformed
+	}
+
+	var d detection
+	for _, list := range containerLists {
+		containers, _ := nested(template, "spec", list).([]any)
+		for _, c := range containers {
+			d.container(c)
+		}
+	}
+	templateLabels, _ := nestedMap(template, "metadata", "labels")
+	ownLabels, _ := nestedMap(obj.Object, "metadata", "labels")
+	d.labels = hasSelectorLabels(templateLabels) || hasSelectorLabels(ownLabels)
+
+	if len(d.images) == 0 && !d.labels {
+		// Arguments alone are not enough: see the package documentation.
+		return nil, false
+	}
+	m := &Match{Container: d.imageContainer}
+	if m.Container == "" && len(d.images) == 0 {
+		m.Container = d.argContainer
+	}
+	m.Reasons = appendReasons(m.Reasons, d.images)
+	if d.labels {
+		m.Reasons = appendReasons(m.Reasons, []string{labelsReason})
+	}
+	m.Reasons = appendReasons(m.Reasons, d.args)
+	return m, true
+}
+
+// detection accumulates the signals found while scanning one object.
+type detection struct {
+	images, args   []string // reasons, in scan order, possibly repeated
+	imageContainer string   // first container whose image matched
+	argContainer   string   // first container whose arguments matched
+	labels         bool
+}
+
+// container examines one entry of a container list. Entries that are not objects, and
+// fields of the wrong type, are ignored.
+func (d *detection) container(c any) {
+	cm, ok := c.(map[string]any)
+	if !ok {
+		return
+	}
+	name, _ := cm["name"].(string)
+	name = shorten(name)
+	if image, ok := cm["image"].(string); ok && isKueueManagerImage(image) {
+		d.images = append(d.images, "image "+strconv.Quote(shorten(image)))
+		if d.imageContainer == "" {
+			d.imageContainer = name
+		}
+	}
+	// Command and args form one argv, so the two-word form may straddle them.
+	command, _ := cm["command"].([]any)
+	args, _ := cm["args"].([]any)
+	found := false
+	var prev string // previous argv element, when it was a string
+	for _, list := range [][]any{command, args} {
+		for _, a := range list {
+			s, ok := a.(string)
+			if !ok {
+				prev = ""
+				continue
+			}
+			if r, ok := configArgReason(prev, s); ok {
+				d.args = append(d.args, r)
+				found = true
+			}
+			prev = s
+		}
+	}
+	if found && d.argContainer == "" {
+		d.argContainer = name
+	}
+}
+
+// configArgReason reports whether argv element arg — preceded by prev — passes Kueue's
+// configuration file to the manager, and renders the reason. Kueue's manager parses
+// flags with Go's flag package, so -config and --config, with "=value" or with the
+// value as the next word, are all the same flag.
+func configArgReason(prev, arg string) (string, bool) {
+	if value, ok := cutConfigFlag(arg); ok && value != "" {
+		if isConfigFile(value) {
+			return "argument " + shown(arg), true
+		}
+		return "", false
+	}
+	if prev == "--config" || prev == "-config" {
+		if isConfigFile(arg) {
+			return "argument " + shown(prev) + " " + shown(arg), true
+		}
+	}
+	return "", false
+}
+
+// cutConfigFlag returns the value of a --config=value or -config=value argument.
+func cutConfigFlag(arg string) (string, bool) {
+	for _, prefix := range []string{"--config=", "-config="} {
+		if v, ok := strings.CutPrefix(arg, prefix); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// isConfigFile reports whether a --config value names Kueue's manager configuration
+// file, wherever it is mounted.
+func isConfigFile(value string) bool {
+	return path.Base(strings.TrimSpace(value)) == configFileName
+}
+
+// hasSelectorLabels reports whether labels carry both of Kueue's selector labels. Values
+// that are not strings do not count.
+func hasSelectorLabels(labels map[string]any) bool {
+	name, _ := labels[labelName].(string)
+	plane, _ := labels[labelControlPlane].(string)
+	return name == labelNameValue && plane == labelControlValue
+}
+
+// appendReasons appends the reasons not yet in dst, stopping at maxReasons.
+func appendReasons(dst, reasons []string) []string {
+	for _, r := range reasons {
+		if len(dst) >= maxReasons {
+			return dst
+		}
+		dup := false
+		for _, have := range dst {
+			if have == r {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			dst = append(dst, r)
+		}
+	}
+	return dst
+}
+
+// shorten cuts s to at most maxShown bytes on a rune boundary, marking the cut.
+func shorten(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// utf8RuneStart reports whether b can start a UTF-8 encoded rune.
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// shown renders an argument for a reason: as is when it is plain, quoted when it holds
+// spaces or unprintable characters that could garble or forge a message.
+func shown(s string) string {
+	s = shorten(s)
+	for _, r := range s {
+		if r == ' ' || !unicode.IsGraphic(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// nested returns the value at fields below m, or nil when any step is missing or not
+// an object. It never copies.
+func nested(m map[string]any, fields ...string) any {
+	var cur any = m
+	for _, f := range fields {
+		cm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = cm[f]
+	}
+	return cur
+}
+
+// nestedMap returns the object at fields below m.
+func nestedMap(m map[string]any, fields ...string) (map[string]any, bool) {
+	v, ok := nested(m, fields...).(map[string]any)
+	return v, ok
+}

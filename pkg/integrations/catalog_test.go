@@ -1,0 +1,88 @@
+package integrations_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs" // registers every Kueue integration
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+var _ = Describe("the integration catalog", func() {
+	It("names every framework Kueue v0.17 registers, and only those", func() {
+		Expect(integrations.Frameworks()).To(ConsistOf(jobframework.GetIntegrationsList()))
+	})
+
+	It("agrees with Kueue on each framework's group, version and kind", func() {
+		for _, in := range integrations.All() {
+			if in.Framework == "" {
+				continue
+			}
+			cb, ok := jobframework.GetIntegrationByGVK(in.GVK)
+			Expect(ok).To(BeTrue(), "Kueue has no integration for %s", in.GVK)
+			named, ok := jobframework.GetIntegration(in.Framework)
+			Expect(ok).To(BeTrue(), in.Framework)
+			Expect(named.JobType).To(BeAssignableToTypeOf(cb.JobType), in.Framework)
+		}
+	})
+
+	It("has unique kinds and a label path for each", func() {
+		seen := map[schema.GroupKind]bool{}
+		for _, in := range integrations.All() {
+			Expect(seen).NotTo(HaveKey(in.GVK.GroupKind()))
+			seen[in.GVK.GroupKind()] = true
+			Expect(in.QueueLabelPath).NotTo(BeEmpty())
+			Expect(in.EffectiveFramework()).NotTo(BeEmpty(), in.Key())
+			if !in.Managed {
+				Expect(in.Alternative).NotTo(BeEmpty(), "%s is unsupported under managed: name what to use instead", in.Key())
+			}
+		}
+	})
+
+	It("follows the managed install's supported/unsupported split", func() {
+		var unsupported []string
+		for _, in := range integrations.All() {
+			if !in.Managed {
+				unsupported = append(unsupported, in.GVK.Kind)
+			}
+		}
+		Expect(unsupported).To(ConsistOf("LeaderWorkerSet", "PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob",
+			"JAXJob", "AppWrapper", "SparkApplication"))
+	})
+
+	It("keeps a CronJob's label in its job template", func() {
+		in, ok := integrations.Lookup(schema.GroupKind{Group: "batch", Kind: "CronJob"})
+		Expect(ok).To(BeTrue())
+		Expect(in.LabelsPath()).To(Equal([]string{"spec", "jobTemplate", "metadata", "labels"}))
+		Expect(in.EffectiveFramework()).To(Equal("batch/job"))
+	})
+
+	It("looks kinds up whatever the version (matchPolicy Equivalent)", func() {
+		in, ok := integrations.Lookup(schema.GroupKind{Group: "jobset.x-k8s.io", Kind: "JobSet"})
+		Expect(ok).To(BeTrue())
+		Expect(in.Framework).To(Equal("jobset.x-k8s.io/jobset"))
+	})
+
+	DescribeTable("owners whose children are parts of another workload",
+		func(apiVersion, kind string, managed bool) {
+			Expect(integrations.IsManagedOwner(integrations.ParseGroupKind(apiVersion, kind))).To(Equal(managed))
+		},
+		Entry("Job", "batch/v1", "Job", true),
+		Entry("ReplicaSet", "apps/v1", "ReplicaSet", true),
+		Entry("DaemonSet", "apps/v1", "DaemonSet", true),
+		Entry("JobSet", "jobset.x-k8s.io/v1alpha2", "JobSet", true),
+		Entry("CronJob's Jobs are top-level", "batch/v1", "CronJob", false),
+		Entry("unknown controllers", "argoproj.io/v1alpha1", "Workflow", false),
+		Entry("core group", "v1", "ReplicationController", true),
+	)
+
+	It("groups webhook rules by group and version, covering every kind once", func() {
+		n := 0
+		for _, r := range integrations.WebhookRules() {
+			n += len(r.Resources)
+		}
+		Expect(n).To(Equal(len(integrations.All())))
+	})
+})

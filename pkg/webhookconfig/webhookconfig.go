@@ -1,0 +1,113 @@
+// Package webhookconfig builds kueue-guard's webhook configurations from the
+// integration catalog and the handler paths, so that the chart, `make run` and the
+// tests register exactly the kinds the server handles and never retype the list.
+package webhookconfig
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// Configuration names. The mutating one must sort before Kueue's
+// "kueue-mutating-webhook-configuration": the API server calls mutating
+// configurations in name order, and Kueue's webhook must see our queue label to
+// suspend the job at creation.
+const (
+	MutatingName   = "kueue-guard-mutating"
+	ValidatingName = "kueue-guard-validating"
+)
+
+// Webhook names (fully qualified, as the API server requires).
+const (
+	MutateWorkloadsWebhook          = "mutate-workloads.kueue-guard.io"
+	ValidateWorkloadsWebhook        = "validate-workloads.kueue-guard.io"
+	ValidateKueueControllersWebhook = "validate-kueue-controllers.kueue-guard.io"
+)
+
+// Options say where the server is and how the API server should treat it.
+type Options struct {
+	// Service is the webhook Service; its Path is set per webhook.
+	ServiceNamespace, ServiceName string
+	ServicePort                   int32
+	CABundle                      []byte
+	// ExcludeNamespaces are never sent to the workload webhooks (kube-system and
+	// our own namespace in production).
+	ExcludeNamespaces []string
+	TimeoutSeconds    int32
+}
+
+// WorkloadRules are the admission rules for every catalog kind.
+func WorkloadRules(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	var rules []admissionregistrationv1.RuleWithOperations
+	for _, r := range integrations.WebhookRules() {
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{r.Group},
+				APIVersions: []string{r.Version},
+				Resources:   r.Resources,
+				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		})
+	}
+	return rules
+}
+
+func (o Options) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	return admissionregistrationv1.WebhookClientConfig{
+		Service: &admissionregistrationv1.ServiceReference{
+			Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: ptr.To(path), Port: ptr.To(o.port()),
+		},
+		CABundle: o.CABundle,
+	}
+}
+
+func (o Options) port() int32 {
+	if o.ServicePort == 0 {
+		return 443
+	}
+	return o.ServicePort
+}
+
+func (o Options) timeout() *int32 {
+	if o.TimeoutSeconds == 0 {
+		return ptr.To[int32](5)
+	}
+	return ptr.To(o.TimeoutSeconds)
+}
+
+func (o Options) namespaceSelector() *metav1.LabelSelector {
+	if len(o.ExcludeNamespaces) == 0 {
+		return &metav1.LabelSelector{}
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: o.ExcludeNamespaces,
+	}}}
+}
+
+// Mutating is the mutating configuration: queue-name defaulting on CREATE of every
+// catalog kind. Its failure policy is Ignore: a webhook that is down must not stop
+// workloads (they only miss a default), and reinvocation keeps it idempotent with
+// other mutating webhooks.
+func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: MutatingName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    MutateWorkloadsWebhook,
+			ClientConfig:            o.clientConfig(handlers.MutateWorkloadsPath),
+			Rules:                   WorkloadRules(admissionregistrationv1.Create),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       o.namespaceSelector(),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          o.timeout(),
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+		}},
+	}
+}

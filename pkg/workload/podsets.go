@@ -1,0 +1,368 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
+	sparkv1beta2 "github.com/kubeflow/spark-operator/v2/api/v1beta2"
+	kftrainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	awv1beta2 "github.com/project-codeflare/appwrapper/api/v1beta2"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueappwrapper "sigs.k8s.io/kueue/pkg/controller/jobs/appwrapper"
+	kueuejob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
+	kueuejobset "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/jaxjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/paddlejob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/pytorchjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/tfjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/jobs/xgboostjob"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/kubeflowjob"
+	kueuempijob "sigs.k8s.io/kueue/pkg/controller/jobs/mpijob"
+	kueuepod "sigs.k8s.io/kueue/pkg/controller/jobs/pod"
+	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
+	kueuespark "sigs.k8s.io/kueue/pkg/controller/jobs/sparkapplication"
+	leaderworkersetv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+)
+
+// podSetsFunc computes Kueue's pod sets of one kind from its unstructured form.
+// The returned templates are private copies the caller may modify.
+type podSetsFunc func(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error)
+
+// podSetBuilders dispatches on group and kind, one entry per catalog kind (a test
+// checks the two lists agree).
+//
+// Kueue's adapter, called as is (after defaulting): Job, CronJob (its jobTemplate
+// as a Job), Pod (a single pod; pod groups need the other pods, which admission
+// cannot see), JobSet, MPIJob, the five Kubeflow v1 jobs, RayCluster, AppWrapper,
+// SparkApplication.
+//
+// Documented fallbacks, and why:
+//   - Deployment, StatefulSet, LeaderWorkerSet: Kueue has no PodSets adapter for
+//     them (it manages their pods through the pod integration, and the pod-group
+//     builders are unexported reconciler internals). The pod template goes through
+//     Kueue's Pod adapter and the counts follow Kueue's reconcilers: "main" ×
+//     replicas; LeaderWorkerSet "leader" + "worker" (or "main" without a leader
+//     template) per group, times replicas.
+//   - RayJob, RayService: their adapters call raycluster.UpdatePodSets with the
+//     package-level reconciler's client, which is nil outside Kueue's manager.
+//     They use raycluster.BuildPodSets, the pure part. RayJob's submitter pod set
+//     (submissionMode K8sJobMode, Kueue's "submitter": 1 pod, 500m CPU / 200Mi by
+//     default) is built by unexported code and is omitted.
+//   - TrainJob: its adapter reads the TrainingRuntime through a client and does a
+//     dry-run create. The fallback is one pod set "node" of spec.trainer.numNodes
+//     (default 1) pods requesting spec.trainer.resourcesPerNode; the runtime's
+//     other pod sets (initializers, launcher) and its own numNodes are not known
+//     offline.
+var podSetBuilders = map[schema.GroupKind]podSetsFunc{
+	{Group: "batch", Kind: "Job"}:                                jobPodSets,
+	{Group: "batch", Kind: "CronJob"}:                            cronJobPodSets,
+	{Group: "", Kind: "Pod"}:                                     podPodSets,
+	{Group: "apps", Kind: "Deployment"}:                          deploymentPodSets,
+	{Group: "apps", Kind: "StatefulSet"}:                         statefulSetPodSets,
+	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: leaderWorkerSetPodSets,
+	{Group: "jobset.x-k8s.io", Kind: "JobSet"}:                   jobSetPodSets,
+	{Group: "ray.io", Kind: "RayJob"}:                            rayJobPodSets,
+	{Group: "ray.io", Kind: "RayCluster"}:                        rayClusterPodSets,
+	{Group: "ray.io", Kind: "RayService"}:                        rayServicePodSets,
+	{Group: "kubeflow.org", Kind: "MPIJob"}:                      mpiJobPodSets,
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}:                  kubeflowPodSets(pytorchjobControl),
+	{Group: "kubeflow.org", Kind: "TFJob"}:                       kubeflowPodSets(tfjobControl),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}:                  kubeflowPodSets(xgboostjobControl),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:                   kubeflowPodSets(paddlejobControl),
+	{Group: "kubeflow.org", Kind: "JAXJob"}:                      kubeflowPodSets(jaxjobControl),
+	{Group: "trainer.kubeflow.org", Kind: "TrainJob"}:            trainJobPodSets,
+	{Group: "workload.codeflare.dev", Kind: "AppWrapper"}:        appWrapperPodSets,
+	{Group: "sparkoperator.k8s.io", Kind: "SparkApplication"}:    sparkApplicationPodSets,
+}
+
+// decoded decodes obj into a new T.
+func decoded[T any](obj *unstructured.Unstructured) (*T, error) {
+	t := new(T)
+	if err := decodeInto(obj, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func jobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	job, err := decoded[batchv1.Job](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultJobSpec(&job.Spec)
+	return (*kueuejob.Job)(job).PodSets(ctx)
+}
+
+// cronJobPodSets summarizes the Job a CronJob creates: Kueue manages each of them
+// as a batch/job workload.
+func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	cj, err := decoded[batchv1.CronJob](obj)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &cj.Spec.JobTemplate
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        cj.Name,
+			Namespace:   cj.Namespace,
+			Labels:      tmpl.Labels,
+			Annotations: tmpl.Annotations,
+		},
+		Spec: tmpl.Spec,
+	}
+	defaultJobSpec(&job.Spec)
+	return (*kueuejob.Job)(job).PodSets(ctx)
+}
+
+func podPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	pod, err := decoded[corev1.Pod](obj)
+	if err != nil {
+		return nil, err
+	}
+	return kueuepod.FromObject(pod).PodSets(ctx)
+}
+
+// templatePodSet runs a pod template through Kueue's Pod adapter (which copies
+// the spec and builds the topology request from the template's annotations) and
+// names and counts the result.
+func templatePodSet(ctx context.Context, name kueue.PodSetReference, count int32, tmpl *corev1.PodTemplateSpec) (kueue.PodSet, error) {
+	pss, err := kueuepod.FromObject(&corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}).PodSets(ctx)
+	if err != nil {
+		return kueue.PodSet{}, err
+	}
+	if len(pss) != 1 {
+		return kueue.PodSet{}, fmt.Errorf("internal error: pod adapter returned %d pod sets", len(pss))
+	}
+	ps := pss[0]
+	ps.Name = name
+	ps.Count = count
+	return ps, nil
+}
+
+func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	d, err := decoded[appsv1.Deployment](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultReplicas(&d.Spec.Replicas)
+	ps, err := templatePodSet(ctx, kueue.DefaultPodSetName, *d.Spec.Replicas, &d.Spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	return []kueue.PodSet{ps}, nil
+}
+
+func statefulSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	sts, err := decoded[appsv1.StatefulSet](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultReplicas(&sts.Spec.Replicas)
+	ps, err := templatePodSet(ctx, kueue.DefaultPodSetName, *sts.Spec.Replicas, &sts.Spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	return []kueue.PodSet{ps}, nil
+}
+
+// Pod set names Kueue's LeaderWorkerSet reconciler gives a group with a leader
+// template (unexported in Kueue).
+const (
+	lwsLeaderPodSetName kueue.PodSetReference = "leader"
+	lwsWorkerPodSetName kueue.PodSetReference = "worker"
+)
+
+// leaderWorkerSetPodSets mirrors Kueue's (unexported) leaderworkerset podSets:
+// with a leader template, "leader" ×1 and "worker" ×(size-1) per group, else
+// "main" ×size; every count is then multiplied by the number of groups.
+func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	lws, err := decoded[leaderworkersetv1.LeaderWorkerSet](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultLeaderWorkerSet(lws)
+	groups, size := *lws.Spec.Replicas, *lws.Spec.LeaderWorkerTemplate.Size
+	if groups < 0 || size < 1 {
+		return nil, fmt.Errorf("replicas %d and size %d: want replicas ≥ 0 and size ≥ 1", groups, size)
+	}
+	var out []kueue.PodSet
+	workerName, workersPerGroup := kueue.DefaultPodSetName, size
+	if leader := lws.Spec.LeaderWorkerTemplate.LeaderTemplate; leader != nil {
+		workerName, workersPerGroup = lwsWorkerPodSetName, size-1
+		ps, err := templatePodSet(ctx, lwsLeaderPodSetName, groups, leader)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps)
+	}
+	workers, ok := mulNonNegative(int64(groups), int64(workersPerGroup))
+	if !ok || workers > math.MaxInt32 {
+		return nil, fmt.Errorf("replicas %d × size %d overflows", groups, size)
+	}
+	ps, err := templatePodSet(ctx, workerName, int32(workers), &lws.Spec.LeaderWorkerTemplate.WorkerTemplate)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ps), nil
+}
+
+func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	js, err := decoded[jobsetapi.JobSet](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultJobSet(obj, js)
+	return (*kueuejobset.JobSet)(js).PodSets(ctx)
+}
+
+func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	rc, err := decoded[rayv1.RayCluster](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultRayClusterSpec(&rc.Spec)
+	return (*raycluster.RayCluster)(rc).PodSets(ctx)
+}
+
+// rayJobPodSets: see podSetBuilders for why this is not the RayJob adapter. A
+// RayJob without rayClusterSpec runs on an existing cluster (clusterSelector),
+// creates no Ray pods of its own and is not one Kueue admits; it has no pod sets.
+func rayJobPodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	rj, err := decoded[rayv1.RayJob](obj)
+	if err != nil {
+		return nil, err
+	}
+	if rj.Spec.RayClusterSpec == nil {
+		return nil, nil
+	}
+	defaultRayClusterSpec(rj.Spec.RayClusterSpec)
+	return raycluster.BuildPodSets(rj.Spec.RayClusterSpec)
+}
+
+// rayServicePodSets: see podSetBuilders for why this is not the RayService adapter.
+func rayServicePodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	rs, err := decoded[rayv1.RayService](obj)
+	if err != nil {
+		return nil, err
+	}
+	defaultRayClusterSpec(&rs.Spec.RayClusterSpec)
+	return raycluster.BuildPodSets(&rs.Spec.RayClusterSpec)
+}
+
+func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	mj, err := decoded[kfmpi.MPIJob](obj)
+	if err != nil {
+		return nil, err
+	}
+	// The API server prunes a null replica spec; Kueue's adapter would
+	// dereference it. Replicas default to 1 inside the adapter, as in the CRD.
+	for t, spec := range mj.Spec.MPIReplicaSpecs {
+		if spec == nil {
+			delete(mj.Spec.MPIReplicaSpecs, t)
+		}
+	}
+	return (*kueuempijob.MPIJob)(mj).PodSets(ctx)
+}
+
+// kubeflowPodSets builds the podSetsFunc of a Kubeflow training-operator v1 job
+// from its Kueue JobControl. Kueue's adapter skips null replica specs and
+// defaults replicas to 1 like the training operator, so no defaults are needed;
+// replica types in the wrong case are rejected by the training operator's
+// validating webhook, and Kueue would not see them either.
+func kubeflowPodSets[T any](control func(*T) kubeflowjob.KFJobControl) podSetsFunc {
+	return func(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+		j, err := decoded[T](obj)
+		if err != nil {
+			return nil, err
+		}
+		return (&kubeflowjob.KubeflowJob{KFJobControl: control(j)}).PodSets(ctx)
+	}
+}
+
+// The Kueue JobControl of each Kubeflow v1 kind.
+
+func pytorchjobControl(j *kftraining.PyTorchJob) kubeflowjob.KFJobControl {
+	return (*pytorchjob.JobControl)(j)
+}
+
+func tfjobControl(j *kftraining.TFJob) kubeflowjob.KFJobControl {
+	return (*tfjob.JobControl)(j)
+}
+
+func xgboostjobControl(j *kftraining.XGBoostJob) kubeflowjob.KFJobControl {
+	return (*xgboostjob.JobControl)(j)
+}
+
+func paddlejobControl(j *kftraining.PaddleJob) kubeflowjob.KFJobControl {
+	return (*paddlejob.JobControl)(j)
+}
+
+func jaxjobControl(j *kftraining.JAXJob) kubeflowjob.KFJobControl {
+	return (*jaxjob.JobControl)(j)
+}
+
+// trainJobNodePodSetName is the replicated job Kubeflow Trainer runs the trainer
+// nodes in (constants.Node in github.com/kubeflow/trainer/v2).
+const trainJobNodePodSetName kueue.PodSetReference = "node"
+
+// trainJobPodSets: see podSetBuilders for why this is not the TrainJob adapter.
+func trainJobPodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	tj, err := decoded[kftrainer.TrainJob](obj)
+	if err != nil {
+		return nil, err
+	}
+	container := corev1.Container{Name: string(trainJobNodePodSetName)}
+	count := int32(1)
+	if t := tj.Spec.Trainer; t != nil {
+		count = ptr.Deref(t.NumNodes, 1)
+		if t.ResourcesPerNode != nil {
+			container.Resources = *t.ResourcesPerNode.DeepCopy()
+		}
+	}
+	return []kueue.PodSet{{
+		Name:     trainJobNodePodSetName,
+		Count:    count,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
+	}}, nil
+}
+
+// appWrapperPodSets calls Kueue's adapter, which infers pod sets from the wrapped
+// components (or takes the declared ones). Status is never decoded, so a
+// client-supplied status.componentStatus cannot stand in for the spec.
+func appWrapperPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	aw, err := decoded[awv1beta2.AppWrapper](obj)
+	if err != nil {
+		return nil, err
+	}
+	for i := range aw.Spec.Components {
+		if len(aw.Spec.Components[i].Template.Raw) == 0 {
+			return nil, fmt.Errorf("spec.components[%d].template is empty", i)
+		}
+	}
+	return (*kueueappwrapper.AppWrapper)(aw).PodSets(ctx)
+}
+
+// sparkApplicationPodSets applies the Spark operator's own defaults (its
+// mutating webhook applies the same ones: executor instances 1, driver and
+// executor memory 1g, …) before Kueue's adapter builds the driver and executor
+// pod sets from them.
+func sparkApplicationPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	app, err := decoded[sparkv1beta2.SparkApplication](obj)
+	if err != nil {
+		return nil, err
+	}
+	sparkv1beta2.SetSparkApplicationDefaults(app)
+	return (*kueuespark.SparkApplication)(app).PodSets(ctx)
+}

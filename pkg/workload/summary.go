@@ -1,0 +1,223 @@
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsjson "sigs.k8s.io/json"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/resources"
+	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// PodSet is one group of identical pods, the unit in which Kueue reserves quota.
+// Policies reason about pod sets rather than containers because that is what a
+// ClusterQueue admits.
+type PodSet struct {
+	// Name is the pod set's name as Kueue gives it ("main", "launcher", "worker", …),
+	// so messages can point at the same pod set a user sees in the Workload object.
+	Name string
+	// Count is the number of pods Kueue reserves quota for.
+	Count int32
+	// Requests is what one pod of the set requests, with Kueue's semantics: limits
+	// stand in for missing requests, init containers count by their maximum,
+	// sidecars and pod overhead (spec.overhead) are added.
+	Requests corev1.ResourceList
+}
+
+// Summary is a workload as Kueue sees it: the facts admission decisions and Rego
+// policies (input.workload) need, computed once per request with Kueue's own
+// rules so that a policy and Kueue never disagree about what a job asks for.
+type Summary struct {
+	// Kind is the object's group, version and kind.
+	Kind schema.GroupVersionKind
+	// Framework is the catalog's EffectiveFramework(): the Kueue integration that
+	// decides whether Kueue manages this object (batch/job for a CronJob).
+	Framework string
+	// QueueName is the kueue.x-k8s.io/queue-name label, or "".
+	QueueName string
+	// PriorityClass is the kueue.x-k8s.io/priority-class label, or "".
+	PriorityClass string
+	// PodSets are the object's pod sets in Kueue's order.
+	PodSets []PodSet
+	// TotalRequests is the sum over pod sets of Requests × Count: what the whole
+	// object asks of the cluster.
+	TotalRequests corev1.ResourceList
+}
+
+// ErrUnknownKind is wrapped by Summarize's error for kinds outside the
+// integration catalog, so callers can tell "not a workload" (usually: skip) from
+// "a workload we could not read" (usually: report) with errors.Is.
+var ErrUnknownKind = errors.New("not a Kueue workload kind")
+
+// Summarize computes the Summary of any catalog kind from its unstructured form.
+//
+// Pod sets come from Kueue's own job adapters (sigs.k8s.io/kueue/pkg/controller/jobs)
+// wherever an adapter can run without a cluster; see podSetBuilders for the kinds
+// that use a documented fallback instead. The object is first given the defaults
+// the API server (or the framework's own defaulting webhook) would have applied to
+// the fields pod-set arithmetic depends on, because manifests read from files are
+// not defaulted and Kueue's adapters assume they are.
+//
+// Kinds whose pods Kueue admits as several Workloads are summarized as a whole:
+// a Deployment's pod set counts all its replicas (Kueue admits each pod alone),
+// a LeaderWorkerSet's pod sets count the leaders and workers of all its groups
+// (Kueue admits each group alone).
+//
+// obj is never modified. A malformed object (a field of the wrong type, a null
+// where an object belongs) yields an error, and so does any panic inside
+// third-party code: one odd object must never take the webhook down.
+func Summarize(ctx context.Context, obj *unstructured.Unstructured) (*Summary, error) {
+	return summarize(ctx, obj, podSetBuilders)
+}
+
+// summarize is Summarize with the builder table as a parameter, so tests can
+// check panic containment with a builder that panics.
+func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc) (*Summary, error) {
+	if obj == nil || obj.Object == nil {
+		return nil, errors.New("summarizing workload: no object")
+	}
+	gvk := obj.GroupVersionKind()
+	in, ok := integrations.Lookup(gvk.GroupKind())
+	if !ok {
+		return nil, fmt.Errorf("summarizing %s: %w", integrations.GroupKindKey(gvk.GroupKind()), ErrUnknownKind)
+	}
+	if gvk.Version != in.GVK.Version {
+		return nil, fmt.Errorf("summarizing %s %s: version %s is not supported, use %s",
+			gvk.Kind, objectName(obj), gvk.GroupVersion(), in.GVK.GroupVersion())
+	}
+	build, ok := builders[gvk.GroupKind()]
+	if !ok {
+		// The catalog grew without this package: a programming error, reported
+		// instead of guessed at.
+		return nil, fmt.Errorf("summarizing %s: internal error: no pod-set builder for this kind", in.Key())
+	}
+
+	kueuePodSets, err := computePodSets(ctx, obj, build)
+	if err != nil {
+		return nil, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
+	}
+	podSets, total, err := summarizePodSets(kueuePodSets)
+	if err != nil {
+		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
+	}
+	return &Summary{
+		Kind:          gvk,
+		Framework:     in.EffectiveFramework(),
+		QueueName:     QueueName(obj, in),
+		PriorityClass: PriorityClass(obj, in),
+		PodSets:       podSets,
+		TotalRequests: total,
+	}, nil
+}
+
+// computePodSets runs a builder with any panic turned into an error: the
+// builders call third-party code that dereferences fields it expects the API
+// server to have set.
+func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build podSetsFunc) (ps []kueue.PodSet, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ps, err = nil, fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	return build(ctx, obj)
+}
+
+// summarizePodSets turns Kueue pod sets into per-pod and total requests the way
+// Kueue's workload.Info does. The templates belong to the adapters' copies of a
+// privately decoded object, so they are modified in place.
+func summarizePodSets(in []kueue.PodSet) ([]PodSet, corev1.ResourceList, error) {
+	out := make([]PodSet, 0, len(in))
+	total := resources.Requests{}
+	for i := range in {
+		ps := &in[i]
+		if ps.Count < 0 {
+			return nil, nil, fmt.Errorf("pod set %q: negative count %d", ps.Name, ps.Count)
+		}
+		spec := &ps.Template.Spec
+		kueueworkload.UseLimitsAsMissingRequestsInPod(spec)
+		perPod := resources.NewRequestsFromPodSpec(spec)
+		for name, v := range perPod {
+			// Negative or overflowing amounts would let a huge workload slip under
+			// a policy's limit, so they are errors rather than wrapped numbers.
+			if v < 0 {
+				return nil, nil, fmt.Errorf("pod set %q: negative request for %s", ps.Name, name)
+			}
+			scaled, ok := mulNonNegative(v, int64(ps.Count))
+			if !ok || total[name] > math.MaxInt64-scaled {
+				return nil, nil, fmt.Errorf("pod set %q: total request for %s overflows", ps.Name, name)
+			}
+			total[name] += scaled
+		}
+		out = append(out, PodSet{Name: string(ps.Name), Count: ps.Count, Requests: perPod.ToResourceList()})
+	}
+	return out, total.ToResourceList(), nil
+}
+
+// mulNonNegative multiplies two non-negative numbers, reporting overflow.
+func mulNonNegative(a, b int64) (int64, bool) {
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	if a > math.MaxInt64/b {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// decodeInto converts the parts of an unstructured object a pod-set builder reads
+// (identity, labels, annotations and spec; never status, which a client may set
+// to anything on CREATE and Kueue does not read from a request) into a typed
+// object. It goes through JSON, matching field names case-sensitively like the
+// API server, so a wrongly typed field is an error, not a panic.
+func decodeInto(obj *unstructured.Unstructured, into any) error {
+	meta := map[string]any{}
+	if m, ok := obj.Object["metadata"]; ok && m != nil {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return errors.New("metadata is not an object")
+		}
+		for _, k := range []string{"name", "generateName", "namespace", "labels", "annotations"} {
+			if v, ok := mm[k]; ok {
+				meta[k] = v
+			}
+		}
+	}
+	slim := map[string]any{"metadata": meta}
+	if spec, ok := obj.Object["spec"]; ok {
+		slim["spec"] = spec
+	}
+	data, err := json.Marshal(slim)
+	if err != nil {
+		return fmt.Errorf("encoding object: %w", err)
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
+		return fmt.Errorf("decoding object: %w", err)
+	}
+	return nil
+}
+
+// objectName renders "namespace/name" for messages (just "name" when cluster
+// scoped or not yet namespaced, generateName followed by "*" when unnamed).
+func objectName(obj *unstructured.Unstructured) string {
+	name := obj.GetName()
+	switch {
+	case name != "":
+	case obj.GetGenerateName() != "":
+		name = obj.GetGenerateName() + "*"
+	default:
+		name = "(unnamed)"
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + name
+	}
+	return name
+}

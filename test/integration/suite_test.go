@@ -1,0 +1,138 @@
+// Package integration proves kueue-guard's behaviour through a real kube-apiserver
+// and etcd: the API server calls our webhook server exactly as it would in a cluster.
+package integration
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+func TestIntegration(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Integration Suite")
+}
+
+var (
+	ctx       context.Context
+	cancel    context.CancelFunc
+	env       *testenv.Env
+	k8sClient client.Client
+	srv       *testenv.Server
+	// serverRequests counts the API requests our server makes, other than watches.
+	serverRequests = &requestCounter{}
+)
+
+// requestCounter records every API request our server's client makes, except
+// long-running watches, to prove the admission path reads only the cache.
+type requestCounter struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Query().Get("watch") != "true" {
+			c.mu.Lock()
+			c.requests = append(c.requests, r.Method+" "+r.URL.Path)
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+func (c *requestCounter) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.requests...)
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// suiteConfig is the configuration the suite's server runs with: the defaults plus
+// a GPU routing rule for namespaces labeled team=ml.
+func suiteConfig() *config.Configuration {
+	cfg := config.Default()
+	cfg.Defaulting.Rules = []config.DefaultingRule{{
+		Name:              "gpu-jobs",
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}},
+		RequestsResource:  "nvidia.com/gpu",
+		LocalQueue:        "gpu",
+	}}
+	Expect(cfg.Validate()).To(BeEmpty())
+	return cfg
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+
+	opts := testenv.WebhookOptions()
+	var err error
+	env, err = testenv.Start([]*admissionregistrationv1.MutatingWebhookConfiguration{webhookconfig.Mutating(opts)}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient = env.Client
+
+	restCfg := rest.CopyConfig(env.Config)
+	restCfg.Wrap(serverRequests.wrap)
+	srv, err = env.StartServer(ctx, restCfg, suiteConfig())
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if srv != nil {
+		Expect(srv.Stop()).To(Succeed())
+	}
+	cancel()
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// warningCollector is a rest.WarningHandler that keeps what the API server sent.
+type warningCollector struct {
+	mu       sync.Mutex
+	warnings []string
+}
+
+func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) {
+	if code != 299 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warnings = append(w.warnings, text)
+}
+
+func (w *warningCollector) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.warnings, "\n")
+}
+
+// clientWithWarnings returns a client whose warnings the test can read.
+func clientWithWarnings() (client.Client, *warningCollector) {
+	w := &warningCollector{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c, w
+}

@@ -1,0 +1,197 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/server"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+)
+
+// Binaries the control plane needs, built by `make testbin`.
+var binaries = []string{"kube-apiserver", "etcd", "kubectl"}
+
+// AssetsDir is where the control plane binaries are: $KUBEBUILDER_ASSETS, or
+// bin/testcp in the repository.
+func AssetsDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin", "testcp")
+	}
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("test control plane binary %s missing in %s: run `make testbin`", b, dir)
+		}
+	}
+	return dir, nil
+}
+
+// Env is a running control plane with our CRDs and webhook configurations.
+type Env struct {
+	*envtest.Environment
+	Client         client.Client
+	KubeconfigPath string
+	assets         string
+}
+
+// Start starts kube-apiserver and etcd, installs the CRDs and registers the given
+// webhook configurations, pointed at a local serving port whose certificate is in
+// WebhookInstallOptions.LocalServingCertDir.
+func Start(mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Env, error) {
+	assets, err := AssetsDir()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := CRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crds,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                server.Scheme(),
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks:   mutating,
+			ValidatingWebhooks: validating,
+			LocalServingHost:   "127.0.0.1",
+		},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the test control plane: %w", err)
+	}
+	e := &Env{Environment: te, assets: assets}
+	if e.Client, err = client.New(cfg, client.Options{Scheme: te.Scheme}); err != nil {
+		return nil, errors.Join(err, te.Stop())
+	}
+	f, err := os.CreateTemp("", "kueue-guard-kubeconfig-*")
+	if err == nil {
+		_, err = f.Write(te.KubeConfig)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return nil, errors.Join(err, te.Stop())
+	}
+	e.KubeconfigPath = f.Name()
+	return e, nil
+}
+
+// Stop stops the control plane and removes the kubeconfig.
+func (e *Env) Stop() error {
+	_ = os.Remove(e.KubeconfigPath)
+	return e.Environment.Stop()
+}
+
+// Kubectl runs the control plane's own kubectl against the test API server.
+func (e *Env) Kubectl(stdin []byte, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(filepath.Join(e.assets, "kubectl"), append([]string{"--kubeconfig", e.KubeconfigPath}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// WebhookOptions are the webhookconfig options for the test: envtest rewrites the
+// service reference into a URL on its local serving port.
+func WebhookOptions() webhookconfig.Options {
+	return webhookconfig.Options{ServiceNamespace: "kueue-guard-system", ServiceName: "kueue-guard-webhook",
+		ExcludeNamespaces: []string{"kube-system", "kueue-guard-system"}, TimeoutSeconds: 10}
+}
+
+// Server is our webhook server running in the test process.
+type Server struct {
+	cancel     context.CancelFunc
+	done       chan error
+	ProbeAddr  string
+	MetricAddr string
+}
+
+// StartServer runs kueue-guard's real server (the same wiring as `serve`) against
+// the control plane, on envtest's local serving port and certificate, and waits
+// until /readyz passes. restCfg lets a test wrap the transport.
+func (e *Env) StartServer(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration) (*Server, error) {
+	probe, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	o := e.WebhookInstallOptions
+	srv, err := server.New(ctx, server.Options{
+		Config:                 cfg,
+		RESTConfig:             restCfg,
+		Namespace:              "kueue-guard-system",
+		CertDir:                o.LocalServingCertDir,
+		WebhookHost:            o.LocalServingHost,
+		WebhookPort:            o.LocalServingPort,
+		TLSMinVersion:          0x0304,
+		MetricsBindAddress:     metrics,
+		HealthProbeBindAddress: probe,
+		ShutdownTimeout:        10 * time.Second,
+		Logger:                 log.FromContext(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{cancel: cancel, done: make(chan error, 1), ProbeAddr: probe, MetricAddr: metrics}
+	go func() { s.done <- srv.Start(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		select {
+		case err := <-s.done:
+			cancel()
+			return nil, fmt.Errorf("server stopped before it was ready: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			return nil, errors.New("server not ready after a minute")
+		}
+	}
+}
+
+// Stop shuts the server down and waits for it.
+func (s *Server) Stop() error {
+	s.cancel()
+	return <-s.done
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
