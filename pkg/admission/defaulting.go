@@ -178,9 +178,7 @@ func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluste
 					choice.LocalQueue, choice.Source, req.Namespace, integrations.QueueNameLabel))
 				return nil
 			default:
-				d.Warn(RuleMissingLocalQueue, QueueLabelField(in).String(), fmt.Sprintf(
-					"LocalQueue %q not found in namespace %q: the workload stays pending until it exists",
-					choice.LocalQueue, req.Namespace))
+				d.Warn(RuleMissingLocalQueue, QueueLabelField(in).String(), MissingQueueWarning(choice.LocalQueue, req.Namespace))
 			}
 		}
 		if err := workload.SetLabel(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue); err != nil {

@@ -28,6 +28,8 @@ type exemptKubeSystem struct{}
 
 func (exemptKubeSystem) IsExempt(ns string) bool { return ns == "kube-system" }
 
+func (exemptKubeSystem) IsOwnNamespace(ns string) bool { return ns == "kueue-guard-system" }
+
 func ns(name string, labels map[string]string, annotations map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
 }
@@ -58,7 +60,7 @@ func gpuRuleConfig(missing config.MissingLocalQueueAction) *config.Configuration
 func pipelineFor(cfg *config.Configuration) *guard.Pipeline {
 	r, err := guard.NewQueueResolver(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	return guard.NewPipeline(exemptKubeSystem{}, []guard.Step{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}, nil)
+	return guard.NewPipeline(exemptKubeSystem{}, guard.Steps{Mutating: []guard.Step{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}})
 }
 
 func create(obj *unstructured.Unstructured) *guard.Request {
@@ -257,7 +259,7 @@ var _ = Describe("queue defaulting", func() {
 	})
 
 	It("contains a panicking step and reports it as an internal error", func() {
-		pp := guard.NewPipeline(nil, []guard.Step{panicStep{}}, nil)
+		pp := guard.NewPipeline(nil, guard.Steps{Mutating: []guard.Step{panicStep{}}})
 		_, err := pp.Mutate(context.Background(), create(fixtures.Job("a", "j").Obj()), view())
 		var se *guard.StepError
 		Expect(errors.As(err, &se)).To(BeTrue())

@@ -15,20 +15,33 @@ import (
 
 // Exemptions decides which namespaces the pipeline never touches.
 type Exemptions interface {
+	// IsExempt reports namespaces whose workloads are never mutated or validated.
 	IsExempt(namespace string) bool
+	// IsOwnNamespace reports kueue-guard's own namespace, the only one the
+	// controller guard skips: a second Kueue may hide anywhere else.
+	IsOwnNamespace(namespace string) bool
+}
+
+// Steps are the steps of the pipeline's three paths.
+type Steps struct {
+	// Mutating run on /mutate-workloads, on catalog kinds.
+	Mutating []Step
+	// Validating run on /validate-workloads, on catalog kinds.
+	Validating []Step
+	// Controllers run on /validate-kueue-controllers, on any kind.
+	Controllers []Step
 }
 
 // Pipeline runs the admission steps in order. It is safe for concurrent use: it
 // holds no per-request state.
 type Pipeline struct {
-	exempt     Exemptions
-	mutating   []Step
-	validating []Step
+	exempt Exemptions
+	steps  Steps
 }
 
-// NewPipeline composes the steps of the mutating and the validating paths.
-func NewPipeline(exempt Exemptions, mutating, validating []Step) *Pipeline {
-	return &Pipeline{exempt: exempt, mutating: mutating, validating: validating}
+// NewPipeline composes the steps of the three paths.
+func NewPipeline(exempt Exemptions, steps Steps) *Pipeline {
+	return &Pipeline{exempt: exempt, steps: steps}
 }
 
 // target decides whether the pipeline applies to a request at all.
@@ -63,7 +76,7 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 	}
 	working := *req
 	working.Object = req.Object.DeepCopy()
-	if err := p.run(ctx, p.mutating, &working, t, view, d); err != nil {
+	if err := p.run(ctx, p.steps.Mutating, &working, t, view, d); err != nil {
 		return nil, err
 	}
 	mutated, err := json.Marshal(working.Object.Object)
@@ -86,10 +99,52 @@ func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View
 	if !ok {
 		return d, nil
 	}
-	if err := p.run(ctx, p.validating, req, t, view, d); err != nil {
+	if err := p.run(ctx, p.steps.Validating, req, t, view, d); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// ValidateControllers runs the controller guard on any kind: Deployments, Pods
+// and webhook configurations alike, everywhere but kueue-guard's own namespace.
+func (p *Pipeline) ValidateControllers(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
+	d := &Decision{}
+	if req.Object == nil || req.SubResource != "" ||
+		(req.Namespace != "" && p.exempt != nil && p.exempt.IsOwnNamespace(req.Namespace)) {
+		return d, nil
+	}
+	if err := p.run(ctx, p.steps.Controllers, req, Target{}, view, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Workload runs the mutating path, then the validating path on the mutated
+// object, as the API server does for one request: what the offline reviewer and
+// the benchmarks use. The decision has the patch and every violation of both.
+func (p *Pipeline) Workload(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
+	m, err := p.Mutate(ctx, req, view)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Allowed() {
+		return m, nil
+	}
+	validated := *req
+	if m.Object != nil {
+		validated.Object, validated.Raw = m.Object, nil
+	}
+	v, err := p.Validate(ctx, &validated, view)
+	if err != nil {
+		return nil, err
+	}
+	v.Patch, v.Object, v.Defaulted = m.Patch, m.Object, m.Defaulted
+	v.Violations = append(m.Violations, v.Violations...)
+	v.Warnings = append(m.Warnings, v.Warnings...)
+	for k, val := range m.AuditAnnotations {
+		v.Annotate(k, val)
+	}
+	return v, nil
 }
 
 func (p *Pipeline) run(ctx context.Context, steps []Step, req *Request, t Target, view cluster.View, d *Decision) error {

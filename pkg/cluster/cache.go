@@ -3,43 +3,123 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
-// CachedTypes are the kinds the server's informer cache holds. The manager's RBAC
-// (get/list/watch) and the chart's ClusterRole follow this list.
+// deploymentGVK is read as unstructured so the controller fingerprint works on the
+// same form as admission requests, and so a transform can keep only what it needs.
+var deploymentGVK = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+func newDeployment() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(deploymentGVK)
+	return u
+}
+
+// CachedTypes are the kinds the server's informer cache holds. The chart's
+// ClusterRole (get/list/watch) follows this list. ConfigMaps are read only in
+// Kueue's namespace.
 func CachedTypes() []client.Object {
-	return []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}}
+	return []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
 }
 
 // CacheOptions configures an informer cache that only serves the cached types and
 // never starts an informer lazily: a lookup of anything else fails instead of
-// quietly listing from the API server on the request path.
-func CacheOptions(scheme *runtime.Scheme) cache.Options {
-	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true}
+// quietly listing from the API server on the request path. ConfigMaps are cached
+// in Kueue's namespace only; Deployments are stripped to what the Kueue
+// controller fingerprint reads, so a cluster's Deployments cost little memory.
+func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
+	return cache.Options{
+		Scheme:                      scheme,
+		ReaderFailOnMissingInformer: true,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
+			newDeployment():     {Transform: stripDeployment},
+		},
+	}
+}
+
+// stripDeployment keeps a Deployment's identity, labels, owners and containers'
+// images, commands and arguments; everything else is dropped before caching.
+func stripDeployment(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	meta := map[string]any{}
+	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion", "creationTimestamp"} {
+		if v, ok := u.Object["metadata"].(map[string]any)[k]; ok {
+			meta[k] = v
+		}
+	}
+	spec := map[string]any{}
+	if tmpl, found, _ := unstructured.NestedMap(u.Object, "spec", "template"); found {
+		podSpec := map[string]any{}
+		for _, key := range []string{"containers", "initContainers"} {
+			list, _, _ := unstructured.NestedSlice(tmpl, "spec", key)
+			var kept []any
+			for _, c := range list {
+				cm, ok := c.(map[string]any)
+				if !ok {
+					continue
+				}
+				slim := map[string]any{}
+				for _, f := range []string{"name", "image", "command", "args"} {
+					if v, ok := cm[f]; ok {
+						slim[f] = v
+					}
+				}
+				kept = append(kept, slim)
+			}
+			if kept != nil {
+				podSpec[key] = kept
+			}
+		}
+		t := map[string]any{"spec": podSpec}
+		if labels, found, _ := unstructured.NestedMap(tmpl, "metadata", "labels"); found {
+			t["metadata"] = map[string]any{"labels": labels}
+		}
+		spec["template"] = t
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta, "spec": spec,
+	}}, nil
 }
 
 // InformerView is the server's View, read from an informer cache.
 type InformerView struct {
-	reader client.Reader
+	reader         client.Reader
+	kueueNamespace string
+	frameworks     atomic.Pointer[parsedFrameworks]
+}
+
+// parsedFrameworks memoises the parse of Kueue's Configuration per version of its
+// ConfigMap, so requests do not re-parse YAML.
+type parsedFrameworks struct {
+	uid, resourceVersion string
+	frameworks           []string
+	err                  error
 }
 
 var _ View = (*InformerView)(nil)
 
 // NewInformerView registers informers for CachedTypes on c (so that the cache's
 // sync covers them) and returns a View that reads from it.
-func NewInformerView(ctx context.Context, c cache.Cache) (*InformerView, error) {
+func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
 	for _, obj := range CachedTypes() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
 	}
-	return &InformerView{reader: c}, nil
+	return &InformerView{reader: c, kueueNamespace: kueueNamespace}, nil
 }
 
 // get reads from the in-memory store. The context is background: the store never
@@ -64,4 +144,41 @@ func (v *InformerView) LocalQueue(namespace, name string) (*kueue.LocalQueue, bo
 func (v *InformerView) ClusterQueue(name string) (*kueue.ClusterQueue, bool) {
 	cq := &kueue.ClusterQueue{}
 	return cq, v.get("", name, cq)
+}
+
+// KueueControllers implements View. It scans the cached (stripped) Deployments;
+// callers ask only when an object under admission looks like a Kueue controller.
+func (v *InformerView) KueueControllers() []ControllerRef {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(deploymentGVK.GroupVersion().WithKind("DeploymentList"))
+	if err := v.reader.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	objs := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		objs[i] = &list.Items[i]
+	}
+	return controllersIn(objs)
+}
+
+// KueueFrameworks implements View.
+func (v *InformerView) KueueFrameworks() ([]string, bool) {
+	list := &corev1.ConfigMapList{}
+	if err := v.reader.List(context.Background(), list, client.InNamespace(v.kueueNamespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, false
+	}
+	cms := make([]*corev1.ConfigMap, len(list.Items))
+	for i := range list.Items {
+		cms[i] = &list.Items[i]
+	}
+	cm := kueueConfigMap(cms)
+	if cm == nil {
+		return nil, false
+	}
+	if p := v.frameworks.Load(); p != nil && p.uid == string(cm.UID) && p.resourceVersion == cm.ResourceVersion {
+		return p.frameworks, p.err == nil
+	}
+	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
+	v.frameworks.Store(&parsedFrameworks{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, frameworks: fw, err: err})
+	return fw, err == nil
 }

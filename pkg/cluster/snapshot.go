@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -12,19 +15,29 @@ import (
 // Snapshot is a View over a fixed set of objects: the offline reviewer's cluster
 // state, and the unit tests' cluster. It is not safe for concurrent Add and reads.
 type Snapshot struct {
-	namespaces    map[string]*corev1.Namespace
-	localQueues   map[types.NamespacedName]*kueue.LocalQueue
-	clusterQueues map[string]*kueue.ClusterQueue
+	kueueNamespace string
+	namespaces     map[string]*corev1.Namespace
+	localQueues    map[types.NamespacedName]*kueue.LocalQueue
+	clusterQueues  map[string]*kueue.ClusterQueue
+	configMaps     map[types.NamespacedName]*corev1.ConfigMap
+	deployments    map[types.NamespacedName]*unstructured.Unstructured
 }
 
 var _ View = (*Snapshot)(nil)
 
-// NewSnapshot builds a Snapshot from typed objects; see Add.
+// DefaultKueueNamespace is where Kueue is installed unless configured otherwise.
+const DefaultKueueNamespace = "kueue-system"
+
+// NewSnapshot builds a Snapshot from objects, with Kueue in its default namespace;
+// see Add.
 func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 	s := &Snapshot{
-		namespaces:    map[string]*corev1.Namespace{},
-		localQueues:   map[types.NamespacedName]*kueue.LocalQueue{},
-		clusterQueues: map[string]*kueue.ClusterQueue{},
+		kueueNamespace: DefaultKueueNamespace,
+		namespaces:     map[string]*corev1.Namespace{},
+		localQueues:    map[types.NamespacedName]*kueue.LocalQueue{},
+		clusterQueues:  map[string]*kueue.ClusterQueue{},
+		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
+		deployments:    map[types.NamespacedName]*unstructured.Unstructured{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -34,17 +47,36 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 	return s, nil
 }
 
+// SetKueueNamespace says where Kueue's ConfigMap is.
+func (s *Snapshot) SetKueueNamespace(ns string) { s.kueueNamespace = ns }
+
 // Add puts one object into the snapshot, replacing any with the same key. Objects
 // of kinds the view does not hold are an error, so a typo in a state file is not
 // silently ignored.
 func (s *Snapshot) Add(obj client.Object) error {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		s.namespaces[o.Name] = o
 	case *kueue.LocalQueue:
-		s.localQueues[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o
+		s.localQueues[key] = o
 	case *kueue.ClusterQueue:
 		s.clusterQueues[o.Name] = o
+	case *corev1.ConfigMap:
+		s.configMaps[key] = o
+	case *unstructured.Unstructured:
+		if o.GroupVersionKind() != deploymentGVK {
+			return fmt.Errorf("cluster snapshot cannot hold %s", o.GroupVersionKind())
+		}
+		s.deployments[key] = o
+	case *appsv1.Deployment:
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetGroupVersionKind(deploymentGVK)
+		s.deployments[key] = u
 	default:
 		return fmt.Errorf("cluster snapshot cannot hold %T", obj)
 	}
@@ -67,4 +99,29 @@ func (s *Snapshot) LocalQueue(namespace, name string) (*kueue.LocalQueue, bool) 
 func (s *Snapshot) ClusterQueue(name string) (*kueue.ClusterQueue, bool) {
 	cq, ok := s.clusterQueues[name]
 	return cq, ok
+}
+
+// KueueControllers implements View.
+func (s *Snapshot) KueueControllers() []ControllerRef {
+	objs := make([]*unstructured.Unstructured, 0, len(s.deployments))
+	for _, d := range s.deployments {
+		objs = append(objs, d)
+	}
+	return controllersIn(objs)
+}
+
+// KueueFrameworks implements View.
+func (s *Snapshot) KueueFrameworks() ([]string, bool) {
+	var cms []*corev1.ConfigMap
+	for k, cm := range s.configMaps {
+		if k.Namespace == s.kueueNamespace {
+			cms = append(cms, cm)
+		}
+	}
+	cm := kueueConfigMap(cms)
+	if cm == nil {
+		return nil, false
+	}
+	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
+	return fw, err == nil
 }

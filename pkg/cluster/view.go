@@ -20,4 +20,19 @@ type View interface {
 	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
 	// ClusterQueue returns a ClusterQueue by name.
 	ClusterQueue(name string) (*kueue.ClusterQueue, bool)
+	// KueueControllers lists the Kueue controller managers running in the cluster.
+	KueueControllers() []ControllerRef
+	// KueueFrameworks returns the integrations Kueue's own Configuration enables
+	// (frameworks and externalFrameworks); known is false when the Configuration
+	// cannot be found, so callers never guess.
+	KueueFrameworks() (frameworks []string, known bool)
 }
+
+// ControllerRef identifies a running Kueue controller manager by its top-level
+// object (a Deployment in every install we know of).
+type ControllerRef struct {
+	Kind, Namespace, Name string
+}
+
+// String renders "Deployment kueue-system/kueue-controller-manager".
+func (r ControllerRef) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }

@@ -50,6 +50,11 @@ func NewValidatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *H
 	return &Handler{name: "validate-workloads", run: p.Validate, view: view, metrics: m}
 }
 
+// NewValidatingControllers serves /validate-kueue-controllers: the Kueue singleton guard.
+func NewValidatingControllers(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
+	return &Handler{name: "validate-kueue-controllers", run: p.ValidateControllers, view: view, metrics: m}
+}
+
 // Handle implements admission.Handler. It never panics on bad input: a request
 // it cannot read gets a 400 that names the problem.
 func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {

@@ -42,7 +42,34 @@ type Integration struct {
 	Managed bool
 	// Alternative is what to use instead where the integration is unsupported.
 	Alternative string
+	// Suspension says how Kueue tells that a workload of this kind is suspended:
+	// its queue may change only then.
+	Suspension Suspension
 }
+
+// Suspension describes, as data, how Kueue decides that a workload is suspended
+// (not running), the state in which Kueue lets its queue-name change.
+type Suspension struct {
+	// Field is a boolean field that is true while the workload is suspended.
+	Field []string
+	// NoReadyReplicas marks kinds (Deployment, StatefulSet, LeaderWorkerSet) that
+	// Kueue treats as suspended while the old object's status.readyReplicas is 0.
+	NoReadyReplicas bool
+	// SchedulingGate marks Pods, suspended while Kueue's admission gate is set.
+	SchedulingGate string
+	// QueueMutable marks kinds whose queue may always change (a CronJob's label
+	// only affects the Jobs it creates later).
+	QueueMutable bool
+}
+
+// KueueAdmissionGate is the scheduling gate Kueue puts on pods it has not admitted.
+const KueueAdmissionGate = "kueue.x-k8s.io/admission"
+
+var (
+	specSuspend      = Suspension{Field: []string{"spec", "suspend"}}
+	runPolicySuspend = Suspension{Field: []string{"spec", "runPolicy", "suspend"}}
+	noReadyReplicas  = Suspension{NoReadyReplicas: true}
+)
 
 // Key is the "group/kind" form used in messages and lookups.
 func (i *Integration) Key() string { return GroupKindKey(i.GVK.GroupKind()) }
@@ -67,36 +94,38 @@ func (i *Integration) AnnotationsPath() []string {
 var topLevelMeta = []string{"metadata"}
 
 const (
-	useTrainJob = "Kubeflow Trainer v2 TrainJob (trainer.kubeflow.org/v1alpha1)"
+	useTrainJob = "TrainJob (trainer.kubeflow.org/v1alpha1)"
 	useJobSet   = "JobSet (jobset.x-k8s.io/v1alpha2)"
-	useSparkJob = "a Job (batch/v1) running spark-submit, or an OSS Kueue install with the sparkapplication integration"
+	useSparkJob = "a Job (batch/v1) running spark-submit"
 )
 
 // catalog lists every kind. Order is stable and is the order of generated rules.
 var catalog = []Integration{
-	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true},
+	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("batch", "v1", "CronJob"), Resource: "cronjobs", ChildFramework: "batch/job", Managed: true,
-		QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
-	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true},
-	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true},
-	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true},
+		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
+	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
+		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}},
+	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas},
+	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
-		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet},
-	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true},
-	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true},
-	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true},
-	{GVK: gvk("ray.io", "v1", "RayService"), Resource: "rayservices", Framework: "ray.io/rayservice", Managed: true},
-	{GVK: gvk("kubeflow.org", "v2beta1", "MPIJob"), Resource: "mpijobs", Framework: "kubeflow.org/mpijob", Managed: true},
-	{GVK: gvk("kubeflow.org", "v1", "PyTorchJob"), Resource: "pytorchjobs", Framework: "kubeflow.org/pytorchjob", Alternative: useTrainJob},
-	{GVK: gvk("kubeflow.org", "v1", "TFJob"), Resource: "tfjobs", Framework: "kubeflow.org/tfjob", Alternative: useTrainJob},
-	{GVK: gvk("kubeflow.org", "v1", "XGBoostJob"), Resource: "xgboostjobs", Framework: "kubeflow.org/xgboostjob", Alternative: useTrainJob},
-	{GVK: gvk("kubeflow.org", "v1", "PaddleJob"), Resource: "paddlejobs", Framework: "kubeflow.org/paddlejob", Alternative: useTrainJob},
-	{GVK: gvk("kubeflow.org", "v1", "JAXJob"), Resource: "jaxjobs", Framework: "kubeflow.org/jaxjob", Alternative: useTrainJob},
-	{GVK: gvk("trainer.kubeflow.org", "v1alpha1", "TrainJob"), Resource: "trainjobs", Framework: "trainer.kubeflow.org/trainjob", Managed: true},
+		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas},
+	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
+	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
+	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},
+	{GVK: gvk("ray.io", "v1", "RayService"), Resource: "rayservices", Framework: "ray.io/rayservice", Managed: true,
+		Suspension: Suspension{Field: []string{"spec", "rayClusterConfig", "suspend"}}},
+	{GVK: gvk("kubeflow.org", "v2beta1", "MPIJob"), Resource: "mpijobs", Framework: "kubeflow.org/mpijob", Managed: true, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "PyTorchJob"), Resource: "pytorchjobs", Framework: "kubeflow.org/pytorchjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "TFJob"), Resource: "tfjobs", Framework: "kubeflow.org/tfjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "XGBoostJob"), Resource: "xgboostjobs", Framework: "kubeflow.org/xgboostjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "PaddleJob"), Resource: "paddlejobs", Framework: "kubeflow.org/paddlejob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "JAXJob"), Resource: "jaxjobs", Framework: "kubeflow.org/jaxjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("trainer.kubeflow.org", "v1alpha1", "TrainJob"), Resource: "trainjobs", Framework: "trainer.kubeflow.org/trainjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("workload.codeflare.dev", "v1beta2", "AppWrapper"), Resource: "appwrappers",
-		Framework: "workload.codeflare.dev/appwrapper", Alternative: useJobSet},
+		Framework: "workload.codeflare.dev/appwrapper", Alternative: useJobSet, Suspension: specSuspend},
 	{GVK: gvk("sparkoperator.k8s.io", "v1beta2", "SparkApplication"), Resource: "sparkapplications",
-		Framework: "sparkoperator.k8s.io/sparkapplication", Alternative: useSparkJob},
+		Framework: "sparkoperator.k8s.io/sparkapplication", Alternative: useSparkJob, Suspension: specSuspend},
 }
 
 // byGroupKind indexes the catalog; built once, never mutated.

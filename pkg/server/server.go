@@ -60,14 +60,6 @@ type Server struct {
 	synced atomic.Bool
 }
 
-// exemptions adapts the configuration to the pipeline's Exemptions.
-type exemptions struct {
-	cfg *config.Configuration
-	own string
-}
-
-func (e exemptions) IsExempt(ns string) bool { return e.cfg.IsExempt(ns, e.own) }
-
 // New builds the server.
 func New(ctx context.Context, o Options) (*Server, error) {
 	if o.Config == nil {
@@ -81,7 +73,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	mgr, err := manager.New(o.RESTConfig, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
-		Cache:                   cluster.CacheOptions(scheme),
+		Cache:                   cluster.CacheOptions(scheme, o.Config.KueueNamespace),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		WebhookServer:           ws,
@@ -92,22 +84,22 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	view, err := cluster.NewInformerView(ctx, mgr.GetCache())
+	view, err := cluster.NewInformerView(ctx, mgr.GetCache(), o.Config.KueueNamespace)
 	if err != nil {
 		return nil, err
 	}
-	resolver, err := guard.NewQueueResolver(o.Config)
+	pipeline, err := guard.Build(o.Config, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	pipeline := guard.NewPipeline(exemptions{cfg: o.Config, own: o.Namespace},
-		[]guard.Step{guard.NewDefaulter(resolver, o.Config.Defaulting.MissingLocalQueue)},
-		nil)
 	metrics, err := handlers.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	mgr.GetWebhookServer().Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
+	hooks := mgr.GetWebhookServer()
+	hooks.Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
+	hooks.Register(handlers.ValidateWorkloadsPath, &webhook.Admission{Handler: handlers.NewValidatingWorkloads(pipeline, view, metrics)})
+	hooks.Register(handlers.ValidateKueueControllersPath, &webhook.Admission{Handler: handlers.NewValidatingControllers(pipeline, view, metrics)})
 
 	s := &Server{mgr: mgr}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

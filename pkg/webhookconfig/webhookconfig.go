@@ -111,3 +111,63 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 		}},
 	}
 }
+
+// ControllerRules are the admission rules of the Kueue controller guard: every
+// kind that can run a controller manager, and the webhook configurations a second
+// Kueue install would register.
+func ControllerRules() []admissionregistrationv1.RuleWithOperations {
+	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	rule := func(group, version string, scope admissionregistrationv1.ScopeType, resources ...string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Scope: ptr.To(scope)}}
+	}
+	return []admissionregistrationv1.RuleWithOperations{
+		rule("apps", "v1", admissionregistrationv1.NamespacedScope, "deployments", "statefulsets", "daemonsets", "replicasets"),
+		rule("", "v1", admissionregistrationv1.NamespacedScope, "pods"),
+		rule("admissionregistration.k8s.io", "v1", admissionregistrationv1.ClusterScope,
+			"mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
+	}
+}
+
+// Validating is the validating configuration: the workload guards and policies,
+// and the Kueue controller guard. Both fail closed: a guard that is down must not
+// let an unsupported workload or a second Kueue slip through. The controller
+// guard sees every namespace but our own (a second Kueue may hide anywhere); the
+// workload webhook skips kube-system too.
+func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	ownOnly := Options{ExcludeNamespaces: o.ownNamespaces()}
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: ValidatingName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    ValidateWorkloadsWebhook,
+			ClientConfig:            o.clientConfig(handlers.ValidateWorkloadsPath),
+			Rules:                   WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       o.namespaceSelector(),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          o.timeout(),
+			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name:                    ValidateKueueControllersWebhook,
+			ClientConfig:            o.clientConfig(handlers.ValidateKueueControllersPath),
+			Rules:                   ControllerRules(),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			NamespaceSelector:       ownOnly.namespaceSelector(),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          o.timeout(),
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+}
+
+// ownNamespaces is the server's own namespace, the only one the controller guard
+// does not see (so that our own rollout never depends on ourselves).
+func (o Options) ownNamespaces() []string {
+	if o.ServiceNamespace == "" {
+		return nil
+	}
+	return []string{o.ServiceNamespace}
+}

@@ -123,3 +123,35 @@ func hasPositive(res any, name string) bool {
 	}
 	return false
 }
+
+// QueueMayChange reports whether Kueue lets the queue of a workload change in an
+// update from old to new: only while it is suspended (by the kind's own rule in
+// the catalog), so a running workload can never leave its queue.
+func QueueMayChange(in *integrations.Integration, old, new *unstructured.Unstructured) bool {
+	s := in.Suspension
+	switch {
+	case s.QueueMutable:
+		return true
+	case s.Field != nil:
+		suspended, _, _ := unstructured.NestedBool(new.Object, s.Field...)
+		return suspended
+	case s.NoReadyReplicas:
+		ready, _, _ := unstructured.NestedInt64(old.Object, "status", "readyReplicas")
+		// Kueue also refuses removing the label outright from such kinds.
+		return ready == 0 && QueueName(new, in) != ""
+	case s.SchedulingGate != "":
+		gates, _, _ := unstructured.NestedSlice(new.Object, "spec", "schedulingGates")
+		for _, g := range gates {
+			if m, ok := g.(map[string]any); ok && m["name"] == s.SchedulingGate {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Annotations returns the annotations beside the kind's queue label.
+func Annotations(obj *unstructured.Unstructured, in *integrations.Integration) (map[string]string, bool) {
+	m, found, _ := unstructured.NestedStringMap(obj.Object, in.AnnotationsPath()...)
+	return m, found
+}

@@ -1,0 +1,36 @@
+package admission
+
+import (
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+)
+
+// configExemptions adapts the configuration to Exemptions.
+type configExemptions struct {
+	cfg *config.Configuration
+	own string
+}
+
+func (e configExemptions) IsExempt(ns string) bool { return e.cfg.IsExempt(ns, e.own) }
+
+func (e configExemptions) IsOwnNamespace(ns string) bool { return e.own != "" && ns == e.own }
+
+// Build composes the pipeline the configuration describes, in the order of
+// DESIGN.md §1. The server and the offline reviewer both call it, so they run the
+// same steps; policies (which live in their own package) come in as extra
+// validating steps, run last.
+func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*Pipeline, error) {
+	resolver, err := NewQueueResolver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	validating := []Step{
+		NewIntegrationGuard(cfg, resolver),
+		NewQueueChecks(cfg.Defaulting.MissingLocalQueue),
+		QueueImmutability{},
+	}
+	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, Steps{
+		Mutating:    []Step{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue)},
+		Validating:  append(validating, policies...),
+		Controllers: []Step{NewControllerGuard(cfg)},
+	}), nil
+}

@@ -1,0 +1,173 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+)
+
+// Rule names of the controller guard.
+const (
+	RuleKueueSingleton        = "kueue-singleton"
+	RuleKueueWebhookSingleton = "kueue-webhook-singleton"
+)
+
+// kueueWebhookPathMarker appears in the service path of every webhook Kueue
+// registers for its own API (…/mutate-kueue-x-k8s-io-v1beta2-clusterqueue), whatever
+// the install calls its configurations or service.
+const kueueWebhookPathMarker = "-kueue-x-k8s-io-"
+
+var webhookConfigurationKinds = map[schema.GroupKind]bool{
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+}
+
+// ControllerGuard keeps Kueue a cluster singleton: it denies a workload that runs a
+// second Kueue controller manager, and webhook configurations that would register
+// Kueue's webhooks for a second install.
+type ControllerGuard struct {
+	profile config.InstallProfile
+	allowed []cluster.ControllerRef
+}
+
+var _ Step = (*ControllerGuard)(nil)
+
+// NewControllerGuard builds the guard. Configured controllers are the allowed
+// identities; with none (the oss default), the controller already running wins.
+func NewControllerGuard(cfg *config.Configuration) *ControllerGuard {
+	g := &ControllerGuard{profile: cfg.InstallProfile}
+	for _, r := range cfg.Controllers.Allowed {
+		g.allowed = append(g.allowed, cluster.ControllerRef{Kind: "Deployment", Namespace: r.Namespace, Name: r.Name})
+	}
+	return g
+}
+
+// Name implements Step.
+func (*ControllerGuard) Name() string { return "controller-guard" }
+
+// owners are the controllers allowed to run, and whether they were configured.
+func (g *ControllerGuard) owners(view cluster.View) ([]cluster.ControllerRef, bool) {
+	if len(g.allowed) > 0 {
+		return g.allowed, true
+	}
+	running := view.KueueControllers()
+	if len(running) == 0 {
+		return nil, false
+	}
+	return running[:1], false // first one wins
+}
+
+// Admit implements Step.
+func (g *ControllerGuard) Admit(_ context.Context, req *Request, _ Target, view cluster.View, d *Decision) error {
+	if !isCreateOrUpdate(req.Operation) {
+		return nil
+	}
+	if webhookConfigurationKinds[req.Kind.GroupKind()] {
+		g.admitWebhooks(req, view, d)
+		return nil
+	}
+	m, ok := kueuecontroller.Detect(req.Object)
+	if !ok {
+		return nil
+	}
+	owners, configured := g.owners(view)
+	if len(owners) == 0 {
+		return nil // the first Kueue controller in the cluster
+	}
+	id := kueuecontroller.IdentityOf(req.Object)
+	for _, o := range owners {
+		if o.Namespace == id.Namespace && o.Name == id.Name {
+			return nil // the allowed controller's own rollouts, ReplicaSets and Pods
+		}
+	}
+	d.Deny(RuleKueueSingleton, matchField(req.Object, m).String(), g.singletonMessage(id.String(), owners, configured, m))
+	return nil
+}
+
+func (g *ControllerGuard) singletonMessage(what string, owners []cluster.ControllerRef, configured bool, m *kueuecontroller.Match) string {
+	owner := describeOwners(owners)
+	var who string
+	switch {
+	case g.profile == config.ProfileManaged:
+		who = fmt.Sprintf("the managed Kueue install (%s) owns this cluster and is a cluster singleton", owner)
+	case configured:
+		who = fmt.Sprintf("only %s may run Kueue here (controllers.allowed)", owner)
+	default:
+		who = fmt.Sprintf("%s already runs Kueue in this cluster and Kueue is a cluster singleton", owner)
+	}
+	return fmt.Sprintf("%s would run a second Kueue controller manager (%s): %s; uninstall the other Kueue first "+
+		"(e.g. helm uninstall), then re-apply", what, strings.Join(m.Reasons, ", "), who)
+}
+
+func describeOwners(owners []cluster.ControllerRef) string {
+	parts := make([]string, len(owners))
+	for i, o := range owners {
+		parts[i] = o.String()
+	}
+	return strings.Join(parts, " or ")
+}
+
+// matchField points at the container that matched, else at the labels.
+func matchField(obj *unstructured.Unstructured, m *kueuecontroller.Match) *field.Path {
+	if m.Container == "" {
+		return field.NewPath("metadata", "labels")
+	}
+	podSpec := []string{"spec", "template", "spec"}
+	if obj.GetKind() == "Pod" {
+		podSpec = []string{"spec"}
+	}
+	base := field.NewPath(podSpec[0], podSpec[1:]...)
+	for _, key := range []string{"containers", "initContainers"} {
+		list, _, _ := unstructured.NestedSlice(obj.Object, append(podSpec, key)...)
+		for i, c := range list {
+			if cm, ok := c.(map[string]any); ok && cm["name"] == m.Container {
+				return base.Child(key).Index(i).Child("image")
+			}
+		}
+	}
+	return base.Child("containers")
+}
+
+// admitWebhooks denies a webhook configuration that points Kueue's own webhooks at
+// a service outside the allowed controller's namespace.
+func (g *ControllerGuard) admitWebhooks(req *Request, view cluster.View, d *Decision) {
+	owners, _ := g.owners(view)
+	if len(owners) == 0 {
+		return
+	}
+	allowedNS := map[string]bool{}
+	for _, o := range owners {
+		allowedNS[o.Namespace] = true
+	}
+	hooks, _, _ := unstructured.NestedSlice(req.Object.Object, "webhooks")
+	for i, h := range hooks {
+		hm, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		svc, ok, _ := unstructured.NestedMap(hm, "clientConfig", "service")
+		if !ok {
+			continue
+		}
+		path, _ := svc["path"].(string)
+		ns, _ := svc["namespace"].(string)
+		if !strings.Contains(path, kueueWebhookPathMarker) || allowedNS[ns] {
+			continue
+		}
+		name, _ := hm["name"].(string)
+		svcName, _ := svc["name"].(string)
+		d.Deny(RuleKueueWebhookSingleton,
+			field.NewPath("webhooks").Index(i).Child("clientConfig", "service", "namespace").String(),
+			fmt.Sprintf("registers Kueue's webhook %q for service %s/%s, but Kueue runs as %s and is a cluster singleton: "+
+				"a second install's webhooks would conflict; uninstall the other Kueue first, then re-apply",
+				name, ns, svcName, describeOwners(owners)))
+	}
+}

@@ -1,0 +1,246 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// Rule names of the workload guards.
+const (
+	RuleUnsupportedIntegration = "unsupported-integration"
+	RuleQueueOnHold            = "queue-on-hold"
+	RuleImmutableQueueName     = "immutable-queue-name"
+)
+
+// isCreateOrUpdate reports whether the validating guards apply to an operation.
+func isCreateOrUpdate(op admissionv1.Operation) bool {
+	return op == admissionv1.Create || op == admissionv1.Update
+}
+
+// effectiveQueue is the queue a workload has, or on CREATE the one defaulting
+// would give it (when our mutating webhook did not run, e.g. it was down), and
+// whether it came from defaulting.
+func effectiveQueue(req *Request, t Target, resolver *QueueResolver, view cluster.View) (string, bool) {
+	if q := workload.QueueName(req.Object, t.Integration); q != "" {
+		return q, false
+	}
+	if req.Operation != admissionv1.Create || !workload.IsTopLevel(req.Object) || resolver == nil {
+		return "", false
+	}
+	if c := resolver.Resolve(req.Namespace, unstructuredWorkload{req}, view); c != nil {
+		return c.LocalQueue, true
+	}
+	return "", false
+}
+
+// IntegrationGuard denies Kueue workloads whose integration the install does not
+// support: Kueue would never manage them, so they would run outside quota.
+type IntegrationGuard struct {
+	profile        config.InstallProfile
+	explicit       []string
+	action         config.IntegrationAction
+	kueueNamespace string
+	resolver       *QueueResolver
+}
+
+var _ Step = (*IntegrationGuard)(nil)
+
+// NewIntegrationGuard builds the guard from the configuration.
+func NewIntegrationGuard(cfg *config.Configuration, resolver *QueueResolver) *IntegrationGuard {
+	return &IntegrationGuard{profile: cfg.InstallProfile, explicit: cfg.Integrations.Frameworks,
+		action: cfg.Integrations.Action, kueueNamespace: cfg.KueueNamespace, resolver: resolver}
+}
+
+// Name implements Step.
+func (*IntegrationGuard) Name() string { return "integration-guard" }
+
+// Supported reports whether the install manages the integration, and where that
+// answer comes from (for messages). known is false under the oss profile when
+// Kueue's Configuration cannot be read: the guard then does not guess.
+func (g *IntegrationGuard) Supported(in *integrations.Integration, view cluster.View) (supported, known bool, source string) {
+	if g.profile == config.ProfileManaged {
+		return in.Managed, true, "the managed Kueue install"
+	}
+	frameworks, source := g.explicit, "kueue-guard's integrations.frameworks"
+	if len(frameworks) == 0 {
+		var ok bool
+		if frameworks, ok = view.KueueFrameworks(); !ok {
+			return true, false, ""
+		}
+		source = fmt.Sprintf("Kueue's integrations.frameworks (ConfigMap in %s)", g.kueueNamespace)
+	}
+	external := in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group
+	for _, f := range frameworks {
+		if f == in.EffectiveFramework() || f == external {
+			return true, true, source
+		}
+	}
+	return false, true, source
+}
+
+// Admit implements Step.
+func (g *IntegrationGuard) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if !isCreateOrUpdate(req.Operation) {
+		return nil
+	}
+	if q, _ := effectiveQueue(req, t, g.resolver, view); q == "" {
+		return nil // not a Kueue workload: nothing to guard
+	}
+	in := t.Integration
+	supported, known, source := g.Supported(in, view)
+	if supported || !known {
+		return nil
+	}
+	field := QueueLabelField(in).String()
+	if g.action == config.IntegrationActionWarn {
+		d.Warn(RuleUnsupportedIntegration, field, g.warning(in))
+		return nil
+	}
+	d.Deny(RuleUnsupportedIntegration, field, g.denial(in, source))
+	return nil
+}
+
+func (g *IntegrationGuard) instead(in *integrations.Integration) string {
+	if g.profile == config.ProfileOSS {
+		return fmt.Sprintf("ask an admin to enable %q in Kueue's integrations.frameworks", in.EffectiveFramework())
+	}
+	return "use " + in.Alternative + " instead"
+}
+
+func (g *IntegrationGuard) denial(in *integrations.Integration, source string) string {
+	verb := "is not supported by " + source
+	if g.profile == config.ProfileOSS {
+		verb = "is not enabled in " + source
+	}
+	return fmt.Sprintf("%s (%s) %s: Kueue will not manage it, so it would run outside quota; %s",
+		in.GVK.Kind, in.EffectiveFramework(), verb, g.instead(in))
+}
+
+// warning is the short form (kubectl warnings should stay under 120 characters).
+func (g *IntegrationGuard) warning(in *integrations.Integration) string {
+	if g.profile == config.ProfileOSS {
+		return fmt.Sprintf("%s is not enabled in Kueue here: it would run outside quota", in.GVK.Kind)
+	}
+	alt, _, _ := strings.Cut(in.Alternative, " (")
+	return fmt.Sprintf("%s is unsupported by managed Kueue: it would run outside quota; use %s", in.GVK.Kind, alt)
+}
+
+// QueueChecks warns about a queue that cannot admit the workload: a LocalQueue
+// that does not exist (or denies, per configuration), and a queue on hold.
+type QueueChecks struct {
+	missing config.MissingLocalQueueAction
+}
+
+var _ Step = (*QueueChecks)(nil)
+
+// NewQueueChecks builds the step.
+func NewQueueChecks(missing config.MissingLocalQueueAction) *QueueChecks {
+	return &QueueChecks{missing: missing}
+}
+
+// Name implements Step.
+func (*QueueChecks) Name() string { return "queue-checks" }
+
+// MissingQueueWarning is the warning for a LocalQueue that does not exist; the
+// mutating and validating paths share it so a user sees one wording.
+func MissingQueueWarning(queue, namespace string) string {
+	return fmt.Sprintf("LocalQueue %q not found in namespace %q: the workload stays pending until it exists", queue, namespace)
+}
+
+// Admit implements Step. On UPDATE it only looks at a queue that changed, so a
+// running workload's status updates do not repeat warnings.
+func (s *QueueChecks) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if !isCreateOrUpdate(req.Operation) {
+		return nil
+	}
+	in := t.Integration
+	queue := workload.QueueName(req.Object, in)
+	if queue == "" || (req.Operation == admissionv1.Update && req.OldObject != nil && workload.QueueName(req.OldObject, in) == queue) {
+		return nil
+	}
+	field := QueueLabelField(in).String()
+	lq, ok := view.LocalQueue(req.Namespace, queue)
+	if !ok {
+		// The mutating path already warned about a queue it defaulted.
+		defaulted := req.Operation == admissionv1.Create && defaultedByUs(req, in)
+		switch {
+		case s.missing == config.MissingLocalQueueIgnore:
+		case s.missing == config.MissingLocalQueueDeny:
+			d.Deny(RuleMissingLocalQueue, field, fmt.Sprintf(
+				"LocalQueue %q does not exist in namespace %q: use an existing LocalQueue or ask an admin to create it", queue, req.Namespace))
+		case !defaulted:
+			d.Warn(RuleMissingLocalQueue, field, MissingQueueWarning(queue, req.Namespace))
+		}
+		return nil
+	}
+	if held(lq.Spec.StopPolicy) {
+		d.Warn(RuleQueueOnHold, field, fmt.Sprintf("LocalQueue %q is on hold (stopPolicy %s): nothing is admitted until it resumes",
+			queue, *lq.Spec.StopPolicy))
+		return nil
+	}
+	if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok && held(cq.Spec.StopPolicy) {
+		d.Warn(RuleQueueOnHold, field, fmt.Sprintf("ClusterQueue %q is on hold (stopPolicy %s): nothing is admitted until it resumes",
+			cq.Name, *cq.Spec.StopPolicy))
+	}
+	return nil
+}
+
+func held(p *kueue.StopPolicy) bool {
+	return p != nil && (*p == kueue.Hold || *p == kueue.HoldAndDrain)
+}
+
+func defaultedByUs(req *Request, in *integrations.Integration) bool {
+	m, _ := workload.Annotations(req.Object, in)
+	return m[DefaultedByAnnotation] != ""
+}
+
+// QueueImmutability denies changing or removing the queue of a workload that is
+// not suspended, as Kueue's own webhooks do, so a running job can never escape
+// its queue even where Kueue's webhook is not installed for that kind.
+type QueueImmutability struct{}
+
+var _ Step = QueueImmutability{}
+
+// Name implements Step.
+func (QueueImmutability) Name() string { return "queue-immutability" }
+
+// Admit implements Step.
+func (QueueImmutability) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if req.Operation != admissionv1.Update || req.OldObject == nil {
+		return nil
+	}
+	in := t.Integration
+	oldQ, newQ := workload.QueueName(req.OldObject, in), workload.QueueName(req.Object, in)
+	if oldQ == newQ || workload.QueueMayChange(in, req.OldObject, req.Object) {
+		return nil
+	}
+	what := fmt.Sprintf("changed from %q to %q", oldQ, newQ)
+	if newQ == "" {
+		what = fmt.Sprintf("removed (was %q)", oldQ)
+	} else if oldQ == "" {
+		what = fmt.Sprintf("added (%q)", newQ)
+	}
+	d.Deny(RuleImmutableQueueName, QueueLabelField(in).String(), fmt.Sprintf(
+		"%s cannot be %s while the workload is running: %s", integrations.QueueNameLabel, what, howToSuspend(in)))
+	return nil
+}
+
+func howToSuspend(in *integrations.Integration) string {
+	s := in.Suspension
+	switch {
+	case s.Field != nil:
+		return "suspend it first (" + strings.Join(s.Field, ".") + ": true) or delete and re-create it"
+	case s.NoReadyReplicas:
+		return "scale it to zero first, or delete and re-create it"
+	}
+	return "delete and re-create it"
+}

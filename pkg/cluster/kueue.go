@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+)
+
+// Kueue's manager configuration lives in a ConfigMap in Kueue's namespace under
+// this key (named "<release>-manager-config" by Kueue's chart).
+const (
+	KueueConfigKey            = "controller_manager_config.yaml"
+	KueueDefaultConfigMapName = "kueue-manager-config"
+	// kueueDefaultFramework is what Kueue enables when its Configuration lists none.
+	kueueDefaultFramework = "batch/job"
+)
+
+// kueueIntegrations is the part of Kueue's Configuration (v1beta1 and v1beta2
+// agree on it) that says which integrations are enabled.
+type kueueIntegrations struct {
+	Integrations *struct {
+		Frameworks         []string `json:"frameworks"`
+		ExternalFrameworks []string `json:"externalFrameworks"`
+	} `json:"integrations"`
+}
+
+// ParseKueueFrameworks reads the enabled integrations from Kueue's Configuration,
+// applying Kueue's own default (batch/job only) when none are listed. External
+// frameworks are returned in Kueue's "Kind.version.group" form.
+func ParseKueueFrameworks(data string) ([]string, error) {
+	var cfg kueueIntegrations
+	if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
+		return nil, fmt.Errorf("reading Kueue's Configuration: %w", err)
+	}
+	if cfg.Integrations == nil || len(cfg.Integrations.Frameworks) == 0 {
+		out := []string{kueueDefaultFramework}
+		if cfg.Integrations != nil {
+			out = append(out, cfg.Integrations.ExternalFrameworks...)
+		}
+		return out, nil
+	}
+	out := append(append([]string{}, cfg.Integrations.Frameworks...), cfg.Integrations.ExternalFrameworks...)
+	return out, nil
+}
+
+// kueueConfigMap picks Kueue's manager ConfigMap among a namespace's ConfigMaps:
+// the default name if present, else the first (by name) carrying the config key.
+func kueueConfigMap(cms []*corev1.ConfigMap) *corev1.ConfigMap {
+	var found []*corev1.ConfigMap
+	for _, cm := range cms {
+		if _, ok := cm.Data[KueueConfigKey]; !ok {
+			continue
+		}
+		if cm.Name == KueueDefaultConfigMapName {
+			return cm
+		}
+		found = append(found, cm)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+	return found[0]
+}
+
+// controllersIn returns the Kueue controller managers among objects (Deployments),
+// oldest first (then by namespace and name), so that "first one wins" means the
+// controller that was there first.
+func controllersIn(objs []*unstructured.Unstructured) []ControllerRef {
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if _, ok := kueuecontroller.Detect(o); ok {
+			found = append(found, o)
+		}
+	}
+	sort.Slice(found, func(i, j int) bool {
+		ti, tj := found[i].GetCreationTimestamp(), found[j].GetCreationTimestamp()
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		if found[i].GetNamespace() != found[j].GetNamespace() {
+			return found[i].GetNamespace() < found[j].GetNamespace()
+		}
+		return found[i].GetName() < found[j].GetName()
+	})
+	out := make([]ControllerRef, len(found))
+	for i, o := range found {
+		id := kueuecontroller.IdentityOf(o)
+		out[i] = ControllerRef{Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+	}
+	return out
+}
