@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+)
+
+// defaultPolicyTestDir is where the shipped policies live in the repository.
+const defaultPolicyTestDir = "policies/"
+
+// newPolicyCommand groups the commands that work on a policy directory offline.
+func newPolicyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Work with Rego policy directories",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newPolicyTestCommand())
+	return cmd
+}
+
+// newPolicyTestCommand runs a policy directory's Rego tests with OPA's tester,
+// compiled exactly as the server compiles them, so no opa binary is needed.
+// Exit codes: 0 all tests pass, 1 a test failed (or none exist), 2 the directory
+// cannot be read or compiled.
+func newPolicyTestCommand() *cobra.Command {
+	var o policies.TestOptions
+	cmd := &cobra.Command{
+		Use:   "test [DIR]",
+		Short: "Run the Rego tests (_test.rego) of a policy directory",
+		Long: "Run the test_* rules of every .rego file under DIR (default " + defaultPolicyTestDir + ") with the\n" +
+			"data files, the same capabilities and strict built-in errors as the server.",
+		Args:         cobra.MaximumNArgs(1),
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := defaultPolicyTestDir
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			passed, err := policies.RunTests(cmd.Context(), dir, cmd.OutOrStdout(), o)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if !passed {
+				return &exitError{code: 1, err: errors.New("policy tests failed")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&o.Run, "run", "r", "", "Run only tests whose full name (data.pkg.test_x) matches this regular expression")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Second, "Timeout of each test")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "Show print() output of passing tests too")
+	return cmd
+}

@@ -1,0 +1,308 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// BuildInput builds the policy input (DESIGN.md §3) for one request:
+//
+//	input.request      operation, kind{group,version,kind}, namespace, name, uid,
+//	                   userInfo{username,uid,groups,extra}, dryRun
+//	input.object       the object as received (after defaulting on the validating path)
+//	input.oldObject    the old object on UPDATE, else null
+//	input.workload     kind{group,version,kind}, framework, queueName, priorityClass,
+//	                   podSets[{name,count,requests}], totalRequests
+//	input.namespace    name, labels, annotations (empty when the namespace is unknown)
+//	input.localQueue   name, clusterQueue, stopPolicy, status{active,
+//	                   pendingWorkloads, reservingWorkloads, admittedWorkloads,
+//	                   flavorsUsage[{flavor,resource,total}], flavorsReservation}, or null
+//	input.clusterQueue name, cohort (null without one), stopPolicy, active,
+//	                   quotas[{flavor,resource,nominal,borrowingLimit,lendingLimit,
+//	                   used,reserved}], pendingWorkloads, reservingWorkloads,
+//	                   admittedWorkloads, or null
+//
+// Quantities are numbers in base units (see quantityTerm). The value is built as
+// OPA terms directly, without reflection or a JSON round trip: this runs on every
+// request. The LocalQueue is the one the object's queue label names.
+func BuildInput(ctx context.Context, req *admission.Request, view cluster.View) (ast.Value, error) {
+	if req.Object == nil {
+		return nil, fmt.Errorf("the request has no object")
+	}
+	sum, err := workload.Summarize(ctx, req.Object)
+	if err != nil {
+		return nil, err
+	}
+	object, err := objectValue(req.Object)
+	if err != nil {
+		return nil, fmt.Errorf("object: %w", err)
+	}
+	oldObject, err := objectValue(req.OldObject)
+	if err != nil {
+		return nil, fmt.Errorf("oldObject: %w", err)
+	}
+	namespace := req.Namespace
+	if namespace == "" {
+		namespace = req.Object.GetNamespace()
+	}
+	lqTerm, cqTerm := ast.NullTerm(), ast.NullTerm()
+	if sum.QueueName != "" {
+		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
+			lqTerm = localQueueTerm(lq)
+			if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok {
+				cqTerm = clusterQueueTerm(cq)
+			}
+		}
+	}
+	ns, _ := view.Namespace(namespace)
+	return ast.NewObject(
+		item("request", requestTerm(req)),
+		item("object", ast.NewTerm(object)),
+		item("oldObject", ast.NewTerm(oldObject)),
+		item("workload", summaryTerm(sum)),
+		item("namespace", namespaceTerm(namespace, ns)),
+		item("localQueue", lqTerm),
+		item("clusterQueue", cqTerm),
+	), nil
+}
+
+func item(key string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(key), v) }
+
+func str(s string) *ast.Term { return ast.StringTerm(s) }
+
+func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.IntNumberTerm(int(v)) }
+
+// objectValue converts an unstructured object. Its content is map[string]any
+// decoded from JSON, which OPA converts without reflection.
+func objectValue(u *unstructured.Unstructured) (ast.Value, error) {
+	if u == nil || u.Object == nil {
+		return ast.NullValue, nil
+	}
+	return ast.InterfaceToValue(u.Object)
+}
+
+func gvkTerm(gvk schema.GroupVersionKind) *ast.Term {
+	return ast.ObjectTerm(item("group", str(gvk.Group)), item("version", str(gvk.Version)), item("kind", str(gvk.Kind)))
+}
+
+func requestTerm(req *admission.Request) *ast.Term {
+	return ast.ObjectTerm(
+		item("uid", str(string(req.UID))),
+		item("operation", str(string(req.Operation))),
+		item("kind", gvkTerm(req.Kind)),
+		item("namespace", str(req.Namespace)),
+		item("name", str(req.Name)),
+		item("userInfo", userInfoTerm(req.UserInfo)),
+		item("dryRun", ast.BooleanTerm(req.DryRun)),
+	)
+}
+
+func userInfoTerm(u authenticationv1.UserInfo) *ast.Term {
+	extra := ast.NewObject()
+	for k, v := range u.Extra {
+		extra.Insert(str(k), stringsTerm(v))
+	}
+	return ast.ObjectTerm(
+		item("username", str(u.Username)),
+		item("uid", str(u.UID)),
+		item("groups", stringsTerm(u.Groups)),
+		item("extra", ast.NewTerm(extra)),
+	)
+}
+
+func stringsTerm(ss []string) *ast.Term {
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = str(s)
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+func stringMapTerm(m map[string]string) *ast.Term {
+	o := ast.NewObjectWithCapacity(len(m))
+	for k, v := range m {
+		o.Insert(str(k), str(v))
+	}
+	return ast.NewTerm(o)
+}
+
+func summaryTerm(s *workload.Summary) *ast.Term {
+	podSets := make([]*ast.Term, len(s.PodSets))
+	for i, ps := range s.PodSets {
+		podSets[i] = ast.ObjectTerm(
+			item("name", str(ps.Name)),
+			item("count", intTerm(ps.Count)),
+			item("requests", resourceListTerm(ps.Requests)),
+		)
+	}
+	return ast.ObjectTerm(
+		item("kind", gvkTerm(s.Kind)),
+		item("framework", str(s.Framework)),
+		item("queueName", str(s.QueueName)),
+		item("priorityClass", str(s.PriorityClass)),
+		item("podSets", ast.ArrayTerm(podSets...)),
+		item("totalRequests", resourceListTerm(s.TotalRequests)),
+	)
+}
+
+func resourceListTerm(rl corev1.ResourceList) *ast.Term {
+	o := ast.NewObjectWithCapacity(len(rl))
+	for name, q := range rl {
+		o.Insert(str(string(name)), quantityTerm(q))
+	}
+	return ast.NewTerm(o)
+}
+
+// quantityTerm is a quantity as a number in its base unit: cores for cpu (0.5 for
+// 500m), bytes for memory and storage, counts for everything else. The number is
+// the quantity's exact decimal value (1.001 for 1001m, not the nearest float), so
+// a policy comparing against a limit is never off by a rounding error.
+func quantityTerm(q resource.Quantity) *ast.Term {
+	if v, ok := q.AsInt64(); ok {
+		return ast.IntNumberTerm(int(v))
+	}
+	s := q.AsDec().String()
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return ast.NumberTerm(json.Number(s))
+}
+
+func optionalQuantityTerm(q *resource.Quantity) *ast.Term {
+	if q == nil {
+		return ast.NullTerm()
+	}
+	return quantityTerm(*q)
+}
+
+func namespaceTerm(name string, ns *corev1.Namespace) *ast.Term {
+	var labels, annotations map[string]string
+	if ns != nil {
+		labels, annotations = ns.Labels, ns.Annotations
+	}
+	return ast.ObjectTerm(
+		item("name", str(name)),
+		item("labels", stringMapTerm(labels)),
+		item("annotations", stringMapTerm(annotations)),
+	)
+}
+
+// stopPolicyTerm renders an unset stopPolicy as Kueue's default, None, so that
+// policies compare against one value.
+func stopPolicyTerm(p *kueue.StopPolicy) *ast.Term {
+	if p == nil || *p == "" {
+		return str(string(kueue.None))
+	}
+	return str(string(*p))
+}
+
+// activeTerm reads the Active condition: true, false, or null before Kueue has
+// reported it.
+func activeTerm(conds []metav1.Condition, conditionType string) *ast.Term {
+	c := meta.FindStatusCondition(conds, conditionType)
+	if c == nil {
+		return ast.NullTerm()
+	}
+	return ast.BooleanTerm(c.Status == metav1.ConditionTrue)
+}
+
+func localQueueUsageTerm(usage []kueue.LocalQueueFlavorUsage) *ast.Term {
+	var out []*ast.Term
+	for _, f := range usage {
+		for _, r := range f.Resources {
+			out = append(out, ast.ObjectTerm(
+				item("flavor", str(string(f.Name))),
+				item("resource", str(string(r.Name))),
+				item("total", quantityTerm(r.Total)),
+			))
+		}
+	}
+	return ast.ArrayTerm(out...)
+}
+
+func localQueueTerm(lq *kueue.LocalQueue) *ast.Term {
+	st := lq.Status
+	status := ast.ObjectTerm(
+		item("active", activeTerm(st.Conditions, kueue.LocalQueueActive)),
+		item("pendingWorkloads", intTerm(st.PendingWorkloads)),
+		item("reservingWorkloads", intTerm(st.ReservingWorkloads)),
+		item("admittedWorkloads", intTerm(st.AdmittedWorkloads)),
+		item("flavorsUsage", localQueueUsageTerm(st.FlavorsUsage)),
+		item("flavorsReservation", localQueueUsageTerm(st.FlavorsReservation)),
+	)
+	return ast.ObjectTerm(
+		item("name", str(lq.Name)),
+		item("clusterQueue", str(string(lq.Spec.ClusterQueue))),
+		item("stopPolicy", stopPolicyTerm(lq.Spec.StopPolicy)),
+		item("status", status),
+	)
+}
+
+type flavorResource struct{ flavor, resource string }
+
+func usageIndex(usage []kueue.FlavorUsage) map[flavorResource]resource.Quantity {
+	m := make(map[flavorResource]resource.Quantity)
+	for _, f := range usage {
+		for _, r := range f.Resources {
+			m[flavorResource{string(f.Name), string(r.Name)}] = r.Total
+		}
+	}
+	return m
+}
+
+// clusterQueueTerm flattens spec.resourceGroups[].flavors[].resources[] into one
+// quota per flavor and resource, joined with status.flavorsUsage (used: admitted
+// workloads) and status.flavorsReservation (reserved: workloads holding quota,
+// admitted or not). Missing usage is 0; an unset borrowing or lending limit is
+// null, which means "unlimited" within the cohort.
+func clusterQueueTerm(cq *kueue.ClusterQueue) *ast.Term {
+	used := usageIndex(cq.Status.FlavorsUsage)
+	reserved := usageIndex(cq.Status.FlavorsReservation)
+	var quotas []*ast.Term
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				key := flavorResource{string(f.Name), string(r.Name)}
+				quotas = append(quotas, ast.ObjectTerm(
+					item("flavor", str(key.flavor)),
+					item("resource", str(key.resource)),
+					item("nominal", quantityTerm(r.NominalQuota)),
+					item("borrowingLimit", optionalQuantityTerm(r.BorrowingLimit)),
+					item("lendingLimit", optionalQuantityTerm(r.LendingLimit)),
+					item("used", quantityTerm(used[key])),
+					item("reserved", quantityTerm(reserved[key])),
+				))
+			}
+		}
+	}
+	cohort := ast.NullTerm()
+	if cq.Spec.CohortName != "" {
+		cohort = str(string(cq.Spec.CohortName))
+	}
+	return ast.ObjectTerm(
+		item("name", str(cq.Name)),
+		item("cohort", cohort),
+		item("stopPolicy", stopPolicyTerm(cq.Spec.StopPolicy)),
+		item("active", activeTerm(cq.Status.Conditions, kueue.ClusterQueueActive)),
+		item("quotas", ast.ArrayTerm(quotas...)),
+		item("pendingWorkloads", intTerm(cq.Status.PendingWorkloads)),
+		item("reservingWorkloads", intTerm(cq.Status.ReservingWorkloads)),
+		item("admittedWorkloads", intTerm(cq.Status.AdmittedWorkloads)),
+	)
+}

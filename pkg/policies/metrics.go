@@ -1,0 +1,111 @@
+package policies
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons an evaluation failed, as the "reason" label of the engine error counter.
+// They separate a broken policy (evaluation) from an overloaded or slow server
+// (deadline, no_slot), which call for different fixes.
+const (
+	reasonEvaluation = "evaluation"
+	reasonDeadline   = "deadline"
+	reasonNoSlot     = "no_slot"
+	reasonCancelled  = "cancelled"
+	reasonNotLoaded  = "not_loaded"
+	reasonInput      = "input"
+)
+
+// Metrics are the policy engine's Prometheus series. They are created per engine
+// and registered into the Registerer the caller passes (never package globals), so
+// tests can read them from their own registry.
+type Metrics struct {
+	// Violations counts policy results, by policy id and effective enforcement.
+	Violations *prometheus.CounterVec
+	// Duration observes the time to evaluate the policy set for one request,
+	// waiting for a slot included, by outcome (ok, error).
+	Duration *prometheus.HistogramVec
+	// Errors counts evaluations that failed, by reason.
+	Errors *prometheus.CounterVec
+	// Loads counts policy sets that were compiled and swapped in.
+	Loads prometheus.Counter
+	// LoadErrors counts policy sets that were refused (parse, compile or read
+	// errors); the previous set keeps serving.
+	LoadErrors prometheus.Counter
+	// Policies is the number of policies in the serving set.
+	Policies prometheus.Gauge
+}
+
+// NewMetrics creates the series and registers them with reg; a nil reg leaves them
+// unregistered (they still count, which keeps the engine free of nil checks).
+// Series already registered under the same name are reused, so a process that
+// builds a second engine shares them instead of failing.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Violations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kueue_guard_policy_violations_total",
+			Help: "Rego policy results, by policy id and enforcement (deny, warn, dryrun).",
+		}, []string{"policy", "enforcement"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kueue_guard_policy_evaluation_duration_seconds",
+			Help:    "Time to evaluate the Rego policy set for one request, waiting for a slot included, by outcome (ok, error).",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
+		}, []string{"outcome"}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kueue_guard_policy_evaluation_errors_total",
+			Help: "Rego evaluations that failed, by reason (evaluation, deadline, no_slot, cancelled, not_loaded, input).",
+		}, []string{"reason"}),
+		Loads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kueue_guard_policy_set_loads_total",
+			Help: "Policy sets compiled and swapped in.",
+		}),
+		LoadErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kueue_guard_policy_set_load_errors_total",
+			Help: "Policy sets refused because a file could not be read, parsed or compiled; the previous set keeps serving.",
+		}),
+		Policies: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "kueue_guard_policy_set_policies",
+			Help: "Number of policies in the serving policy set.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.Violations, err = register(reg, m.Violations); err != nil {
+		return nil, err
+	}
+	if m.Duration, err = register(reg, m.Duration); err != nil {
+		return nil, err
+	}
+	if m.Errors, err = register(reg, m.Errors); err != nil {
+		return nil, err
+	}
+	if m.Loads, err = register(reg, m.Loads); err != nil {
+		return nil, err
+	}
+	if m.LoadErrors, err = register(reg, m.LoadErrors); err != nil {
+		return nil, err
+	}
+	if m.Policies, err = register(reg, m.Policies); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under the
+// same name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,97 @@
+package policies
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// StepName is the policy step's name in the pipeline, and the rule of failures
+// that concern the whole policy set rather than one policy.
+const StepName = "policies"
+
+// maxWarning caps one admission warning. The API server truncates long warnings
+// anyway; cutting here keeps the policy id at the front intact.
+const maxWarning = 256
+
+// Step is the validating pipeline's Rego step. It evaluates the serving policy set
+// on every queued workload and turns findings into violations: deny findings
+// reject the request, warn findings become kubectl warnings, dryrun findings are
+// only logged and counted. Evaluation failures follow policies.onError.
+type Step struct {
+	engine *Engine
+}
+
+var _ admission.Step = (*Step)(nil)
+
+// NewStep wraps an engine as a pipeline step.
+func NewStep(e *Engine) *Step { return &Step{engine: e} }
+
+// Name implements admission.Step.
+func (*Step) Name() string { return StepName }
+
+// Admit implements admission.Step. It skips objects that are not Kueue workloads
+// (no queue name after defaulting: Kueue ignores them, so quota policies have
+// nothing to say). It never returns an error: a failure is a violation decided by
+// policies.onError, so that the choice between failing open and closed is the
+// user's, not the webhook's failurePolicy.
+func (s *Step) Admit(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View, d *admission.Decision) error {
+	if req.Object == nil || t.Integration == nil || workload.QueueName(req.Object, t.Integration) == "" {
+		return nil
+	}
+	if s.engine.empty() {
+		return nil
+	}
+	var res *Result
+	if input, err := BuildInput(ctx, req, view); err != nil {
+		res = s.engine.inputFailure(err)
+	} else {
+		res = s.engine.Evaluate(ctx, input)
+	}
+	s.apply(ctx, res, d)
+	return nil
+}
+
+// apply adds a Result to a Decision. Violation messages are bare: the handler
+// prefixes denials with "[rule]". Warnings are returned to the client as they
+// are, so they carry the prefix here.
+func (s *Step) apply(ctx context.Context, res *Result, d *admission.Decision) {
+	logger := log.FromContext(ctx)
+	for _, f := range res.Findings {
+		d.Violations = append(d.Violations, admission.Violation{Rule: f.Policy.ID, Field: f.Field, Message: f.Message, Enforcement: f.Enforcement})
+		switch f.Enforcement {
+		case admission.EnforcementWarn:
+			d.Warnings = append(d.Warnings, WarningText(f.Policy.ID, f.Message))
+		case admission.EnforcementDryRun:
+			logger.Info("dry-run policy violation", "policy", f.Policy.ID, "rule", f.Rule, "field", f.Field, "message", f.Message)
+		}
+	}
+	onError := s.engine.OnError()
+	for _, f := range res.Failures {
+		rule, what := f.PolicyID(), f.PolicyID()
+		if rule == "" {
+			rule, what = StepName, "the policy set"
+		}
+		logger.Error(f.Err, "policy evaluation failed", "policy", rule, "reason", f.Reason, "onError", onError)
+		if onError == config.OnErrorAllow {
+			msg := fmt.Sprintf("policy engine failed evaluating %s: %s; the request was admitted because policies.onError is allow", what, f.Reason)
+			d.Violations = append(d.Violations, admission.Violation{Rule: rule, Message: msg, Enforcement: admission.EnforcementWarn})
+			d.Warnings = append(d.Warnings, WarningText(rule, msg))
+			continue
+		}
+		msg := fmt.Sprintf("policy engine failed evaluating %s: %s; the request was denied because policies.onError is deny", what, f.Reason)
+		d.Violations = append(d.Violations, admission.Violation{Rule: rule, Message: msg, Enforcement: admission.EnforcementDeny})
+	}
+}
+
+// WarningText renders a policy warning the way denials are rendered,
+// "[policy-id] message", capped in length.
+func WarningText(id, msg string) string {
+	return truncate("["+id+"] "+msg, maxWarning)
+}

@@ -1,0 +1,94 @@
+package kueue_guard.fits_cluster_queue_test
+
+import data.kueue_guard.fits_cluster_queue as policy
+
+gpu := "nvidia.com/gpu"
+
+quota(flavor, resource, nominal, borrowing, used) := {
+	"flavor": flavor, "resource": resource, "nominal": nominal,
+	"borrowingLimit": borrowing, "lendingLimit": null, "used": used, "reserved": used,
+}
+
+cq(cohort, quotas) := {"name": "cq", "cohort": cohort, "stopPolicy": "None", "quotas": quotas}
+
+workload(pods, gpus_per_pod) := {
+	"podSets": [{"name": "main", "count": pods, "requests": {gpu: gpus_per_pod, "cpu": 1}}],
+	"totalRequests": {gpu: pods * gpus_per_pod, "cpu": pods},
+}
+
+inp(queue, wl) := {
+	"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "Job"}},
+	"workload": wl,
+	"localQueue": {"name": "lq", "clusterQueue": "cq", "stopPolicy": "None"},
+	"clusterQueue": queue,
+}
+
+gpu_queue(used) := cq("research", [quota("a100", gpu, 4, 4, used), quota("default", "cpu", 64, null, 0)])
+
+test_never_fits_is_denied if {
+	policy.deny == {`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`} with input as inp(gpu_queue(0), workload(5, 2))
+}
+
+test_fits_with_borrowing if {
+	count(policy.deny) == 0 with input as inp(gpu_queue(0), workload(4, 2))
+	count(policy.warn) == 0 with input as inp(gpu_queue(0), workload(4, 2))
+}
+
+test_warns_when_not_enough_is_free_now if {
+	count(policy.deny) == 0 with input as inp(gpu_queue(2), workload(4, 2))
+	policy.warn == {`requests 8 nvidia.com/gpu but ClusterQueue "cq" has 6 free now: it may wait for quota`} with input as inp(gpu_queue(2), workload(4, 2))
+}
+
+test_unbounded_borrowing_proves_nothing if {
+	queue := cq("research", [quota("a100", gpu, 4, null, 0), quota("default", "cpu", 64, null, 0)])
+	count(policy.deny) == 0 with input as inp(queue, workload(50, 2))
+	count(policy.warn) == 0 with input as inp(queue, workload(50, 2))
+}
+
+test_no_cohort_means_nominal_only if {
+	queue := cq(null, [quota("a100", gpu, 4, null, 0), quota("default", "cpu", 64, null, 0)])
+	policy.deny == {`requests 6 nvidia.com/gpu but ClusterQueue "cq" can provide at most 4 (nominal 4; no cohort to borrow from)`} with input as inp(queue, workload(3, 2))
+}
+
+test_flavors_add_up_for_the_total if {
+	queue := cq(null, [quota("a100", gpu, 4, null, 0), quota("h100", gpu, 4, null, 0), quota("default", "cpu", 64, null, 0)])
+	policy.deny == {`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (across flavors a100, h100)`} with input as inp(queue, workload(5, 2))
+}
+
+test_a_pod_set_must_fit_one_flavor if {
+	queue := cq(null, [quota("a100", gpu, 4, null, 0), quota("h100", gpu, 4, null, 0), quota("default", "cpu", 64, null, 0)])
+	policy.deny == {`pod set "main" requests 6 nvidia.com/gpu but no flavor of ClusterQueue "cq" provides more than 4`} with input as inp(queue, workload(3, 2))
+}
+
+test_memory_is_rendered_in_gi if {
+	queue := cq(null, [quota("default", "memory", 68719476736, null, 0)])
+	wl := {"podSets": [{"name": "main", "count": 1, "requests": {"memory": 137438953472}}], "totalRequests": {"memory": 137438953472}}
+	policy.deny == {`requests 128Gi memory but ClusterQueue "cq" can provide at most 64Gi (nominal 64Gi; no cohort to borrow from)`} with input as inp(queue, wl)
+}
+
+test_fractional_cpu if {
+	queue := cq(null, [quota("default", "cpu", 0.5, null, 0)])
+	wl := {"podSets": [{"name": "main", "count": 3, "requests": {"cpu": 0.25}}], "totalRequests": {"cpu": 0.75}}
+	policy.deny == {`requests 0.75 cpu but ClusterQueue "cq" can provide at most 0.5 (nominal 0.5; no cohort to borrow from)`} with input as inp(queue, wl)
+}
+
+test_uncovered_resource_warns if {
+	queue := cq(null, [quota("default", "cpu", 64, null, 0)])
+	policy.warn == {`requests nvidia.com/gpu, for which ClusterQueue "cq" has no quota: Kueue cannot admit it`} with input as inp(queue, workload(1, 1))
+}
+
+test_excluded_resources_are_ignored if {
+	queue := cq(null, [quota("default", "cpu", 64, null, 0)])
+	count(policy.warn) == 0 with input as inp(queue, workload(1, 1))
+		with data.kueue_guard.config as {"excluded_resource_prefixes": ["nvidia.com/"]}
+}
+
+test_stopped_queue_is_left_to_the_builtin_checks if {
+	queue := object.union(gpu_queue(0), {"stopPolicy": "Hold"})
+	count(policy.warn) == 0 with input as inp(queue, workload(1, 1))
+}
+
+test_no_cluster_queue_no_opinion if {
+	count(policy.deny) == 0 with input as inp(null, workload(100, 8))
+	count(policy.warn) == 0 with input as inp(null, workload(100, 8))
+}

@@ -1,0 +1,61 @@
+package kueue_guard.max_gpus_per_workload_test
+
+import data.kueue_guard.max_gpus_per_workload as policy
+
+config := {"gpu_resources": ["nvidia.com/gpu", "amd.com/gpu"], "max_gpus": {"default": 8, "namespaces": {"big": 32}}}
+
+request(ns, labels, total) := {
+	"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "namespace": ns},
+	"namespace": {"name": ns, "labels": labels, "annotations": {}},
+	"workload": {"totalRequests": total, "podSets": []},
+	"object": {},
+}
+
+test_default_limit_denies_above if {
+	msgs := policy.deny with input as request("ml", {}, {"nvidia.com/gpu": 10, "cpu": 4})
+		with data.kueue_guard.config as config
+	msgs == {`requests 10 GPUs (nvidia.com/gpu) but namespace "ml" allows at most 8 per workload`}
+}
+
+test_default_limit_allows_at_limit if {
+	count(policy.deny) == 0 with input as request("ml", {}, {"nvidia.com/gpu": 8})
+		with data.kueue_guard.config as config
+}
+
+test_gpu_kinds_add_up if {
+	some msg in policy.deny with input as request("ml", {}, {"nvidia.com/gpu": 6, "amd.com/gpu": 4})
+		with data.kueue_guard.config as config
+	contains(msg, "requests 10 GPUs (nvidia.com/gpu, amd.com/gpu)")
+}
+
+test_namespace_data_overrides_default if {
+	count(policy.deny) == 0 with input as request("big", {}, {"nvidia.com/gpu": 16})
+		with data.kueue_guard.config as config
+}
+
+test_namespace_label_wins if {
+	msgs := policy.deny with input as request("big", {"kueue-guard.io/max-gpus": "2"}, {"nvidia.com/gpu": 4})
+		with data.kueue_guard.config as config
+	msgs == {`requests 4 GPUs (nvidia.com/gpu) but namespace "big" allows at most 2 per workload`}
+}
+
+test_invalid_label_is_ignored_with_a_warning if {
+	inp := request("ml", {"kueue-guard.io/max-gpus": "lots"}, {"nvidia.com/gpu": 4})
+	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
+	count(policy.warn) == 1 with input as inp with data.kueue_guard.config as config
+}
+
+test_no_limit_without_label_or_data if {
+	count(policy.deny) == 0 with input as request("ml", {}, {"nvidia.com/gpu": 64})
+		with data.kueue_guard.config as {}
+}
+
+test_no_gpus_no_denial if {
+	count(policy.deny) == 0 with input as request("ml", {"kueue-guard.io/max-gpus": "0"}, {"cpu": 64})
+		with data.kueue_guard.config as config
+}
+
+test_updates_are_not_judged if {
+	inp := json.patch(request("ml", {}, {"nvidia.com/gpu": 10}), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
+	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
+}
