@@ -1,0 +1,126 @@
+# METADATA
+# title: Workload fits its ClusterQueue
+# description: >-
+#   Denies a new workload that can never be admitted by its ClusterQueue: its total
+#   request of a resource exceeds what every flavor of the queue together could
+#   provide with full borrowing (nominal quota + borrowing limit per flavor), or one
+#   pod set needs more than the largest flavor. When a flavor may borrow without a
+#   limit from a cohort, nothing can be proven and nothing is denied. Warns when the
+#   workload needs more than is free now, or requests a resource the queue has no
+#   quota for. (A stopped queue is reported by kueue-guard's built-in queue checks.)
+# custom:
+#   enforcement: deny
+package kueue_guard.fits_cluster_queue
+
+import data.kueue_guard.lib
+
+cq := input.clusterQueue
+
+cohort := cq.cohort
+
+# excluded resources are ignored, as Kueue's resources.excludeResourcePrefixes.
+excluded(r) if {
+	some prefix in object.get(lib.settings, "excluded_resource_prefixes", [])
+	startswith(r, prefix)
+}
+
+requested contains r if {
+	some r, v in input.workload.totalRequests
+	v > 0
+	not excluded(r)
+}
+
+# flavors[r] are the queue's quotas of each requested resource. Rules keyed by
+# resource, rather than functions, so that each is computed once per request.
+flavors[r] := [q | some q in cq.quotas; q.resource == r] if {
+	is_object(cq)
+	some r in requested
+}
+
+# A flavor borrows without a limit when it has no borrowing limit in a cohort.
+unbounded(q) if {
+	q.borrowingLimit == null
+	cohort != null
+}
+
+# capacity(q) is the most a flavor can ever give this queue.
+capacity(q) := q.nominal + q.borrowingLimit if {
+	cohort != null
+	q.borrowingLimit != null
+}
+
+capacity(q) := q.nominal if cohort == null
+
+# capacities[r] are the flavors' capacities of r, when every one is bounded.
+capacities[r] := [capacity(q) | some q in qs] if {
+	some r, qs in flavors
+	count(qs) > 0
+	every q in qs {
+		not unbounded(q)
+	}
+}
+
+# max_total[r] is the most the queue can ever give of r.
+max_total[r] := sum(caps) if some r, caps in capacities
+
+# free(q) is what a flavor can give now: its capacity minus the quota in use or
+# reserved by workloads.
+free(q) := max([0, capacity(q) - max([q.used, q.reserved])])
+
+available[r] := sum([free(q) | some q in flavors[r]]) if capacities[r]
+
+too_big contains r if {
+	some r, cap in max_total
+	input.workload.totalRequests[r] > cap
+}
+
+explain(r) := sprintf("(nominal %s + borrowing limit %s)", [lib.amount(r, q.nominal), lib.amount(r, q.borrowingLimit)]) if {
+	[q] := flavors[r]
+	cohort != null
+} else := sprintf("(nominal %s; no cohort to borrow from)", [lib.amount(r, q.nominal)]) if {
+	[q] := flavors[r]
+} else := sprintf("(across flavors %s)", [concat(", ", [q.flavor | some q in flavors[r]])])
+
+deny contains msg if {
+	lib.creating
+	some r in too_big
+	total := input.workload.totalRequests[r]
+	msg := sprintf(
+		"requests %s %s but ClusterQueue %q can provide at most %s %s",
+		[lib.amount(r, total), r, cq.name, lib.amount(r, max_total[r]), explain(r)],
+	)
+}
+
+# Kueue gives each pod set one flavor, so a pod set must fit the largest one.
+deny contains msg if {
+	lib.creating
+	some r, caps in capacities
+	count(caps) > 1
+	not r in too_big
+	largest := max(caps)
+	some ps in input.workload.podSets
+	need := ps.count * object.get(ps.requests, r, 0)
+	need > largest
+	msg := sprintf(
+		"pod set %q requests %s %s but no flavor of ClusterQueue %q provides more than %s",
+		[ps.name, lib.amount(r, need), r, cq.name, lib.amount(r, largest)],
+	)
+}
+
+warn contains msg if {
+	lib.creating
+	some r, free_now in available
+	not r in too_big
+	input.workload.totalRequests[r] > free_now
+	msg := sprintf(
+		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
+		[lib.amount(r, input.workload.totalRequests[r]), r, cq.name, lib.amount(r, free_now)],
+	)
+}
+
+warn contains msg if {
+	lib.creating
+	some r, qs in flavors
+	count(qs) == 0
+	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
+}

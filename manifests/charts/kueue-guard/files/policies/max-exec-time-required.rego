@@ -1,0 +1,17 @@
+# METADATA
+# title: Maximum execution time recommended
+# description: >-
+#   Warns about a new workload without the kueue.x-k8s.io/max-exec-time-seconds
+#   label: without it Kueue never stops a workload that overruns, and it keeps its
+#   quota until it ends.
+# custom:
+#   enforcement: warn
+package kueue_guard.max_exec_time_required
+
+import data.kueue_guard.lib
+
+warn contains {"msg": msg, "field": lib.label_field(lib.max_exec_time_label)} if {
+	lib.creating
+	not lib.labels[lib.max_exec_time_label]
+	msg := sprintf("no %s label: set a time limit so an overrun frees its quota", [lib.max_exec_time_label])
+}

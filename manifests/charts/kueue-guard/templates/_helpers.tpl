@@ -1,0 +1,204 @@
+{{/*
+The chart name, overridable.
+*/}}
+{{- define "kueue-guard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The prefix of every namespaced resource name: the release name, or
+release-chart when the release name does not contain the chart name.
+*/}}
+{{- define "kueue-guard.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kueue-guard.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels on every object.
+*/}}
+{{- define "kueue-guard.labels" -}}
+helm.sh/chart: {{ include "kueue-guard.chart" . }}
+{{ include "kueue-guard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: webhook
+app.kubernetes.io/part-of: kueue-guard
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Labels that select the webhook pods.
+*/}}
+{{- define "kueue-guard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kueue-guard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kueue-guard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kueue-guard.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The webhook Service, which the webhook configurations call.
+*/}}
+{{- define "kueue-guard.serviceName" -}}
+{{- printf "%s-webhook" (include "kueue-guard.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The Secret holding the serving certificate.
+*/}}
+{{- define "kueue-guard.tlsSecretName" -}}
+{{- default (printf "%s-webhook-tls" (include "kueue-guard.fullname" .)) .Values.tls.secretName }}
+{{- end }}
+
+{{/*
+The serving Certificate whose CA cert-manager's cainjector puts into the
+webhook configurations.
+*/}}
+{{- define "kueue-guard.servingCertificateName" -}}
+{{- printf "%s-serving-cert" (include "kueue-guard.fullname" .) }}
+{{- end }}
+
+{{- define "kueue-guard.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The generated parts of the chart (make generate): webhook names, paths and
+rules from pkg/webhookconfig, and RBAC rules from what the server reads.
+*/}}
+{{- define "kueue-guard.generatedWebhooks" -}}
+{{- $gen := .Files.Get "files/webhooks.yaml" }}
+{{- if not $gen }}
+{{- fail "files/webhooks.yaml is missing from the chart: run `make generate`" }}
+{{- end }}
+{{- $gen }}
+{{- end }}
+
+{{- define "kueue-guard.generatedRBAC" -}}
+{{- $gen := .Files.Get "files/rbac.yaml" }}
+{{- if not $gen }}
+{{- fail "files/rbac.yaml is missing from the chart: run `make generate`" }}
+{{- end }}
+{{- $gen }}
+{{- end }}
+
+{{/*
+Annotations on both webhook configurations.
+*/}}
+{{- define "kueue-guard.webhookAnnotations" -}}
+{{- if .Values.certManager.enabled }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ printf "%s/%s" .Release.Namespace (include "kueue-guard.servingCertificateName" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The clientConfig of one webhook: the Service, on the webhook's path.
+Call with (dict "root" $ "path" "/x").
+*/}}
+{{- define "kueue-guard.clientConfig" -}}
+clientConfig:
+  service:
+    name: {{ include "kueue-guard.serviceName" .root }}
+    namespace: {{ .root.Release.Namespace }}
+    path: {{ .path }}
+    port: {{ .root.Values.service.port }}
+{{- end }}
+
+{{/*
+A namespaceSelector that excludes the namespaces in .exclude (by their
+kubernetes.io/metadata.name label, which the API server sets on every
+namespace) and adds the user's extra terms from .extra.
+Call with (dict "exclude" (list ...) "extra" (dict ...)).
+*/}}
+{{- define "kueue-guard.namespaceSelector" -}}
+namespaceSelector:
+  {{- with get .extra "matchLabels" }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+    {{- range .exclude }}
+    - {{ . | quote }}
+    {{- end }}
+  {{- with get .extra "matchExpressions" }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+
+{{/*
+The namespaces the workload webhooks skip: webhooks.excludeNamespaces, the
+release namespace and config.exemptNamespaces, without duplicates.
+*/}}
+{{- define "kueue-guard.workloadExclusions" -}}
+{{- $all := concat .Values.webhooks.excludeNamespaces (list .Release.Namespace) .Values.config.exemptNamespaces | uniq }}
+{{- toJson $all }}
+{{- end }}
+
+{{/*
+The selectors and conditions of one webhook from its values block.
+*/}}
+{{- define "kueue-guard.webhookOptions" -}}
+{{- with .objectSelector }}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .matchConditions }}
+matchConditions:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The policy files to ship, as JSON (relative path: content; JSON rather than
+YAML keeps every file's trailing newline exact): the chart's
+files/policies (unless policies.shipped=false, less policies.exclude), then
+policies.files, which win over shipped files of the same path.
+*/}}
+{{- define "kueue-guard.policyFiles" -}}
+{{- $out := dict }}
+{{- if .Values.policies.shipped }}
+{{- range $path, $content := .Files.Glob "files/policies/**" }}
+{{- $rel := trimPrefix "files/policies/" $path }}
+{{- if not (has $rel $.Values.policies.exclude) }}
+{{- $_ := set $out $rel (toString $content) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $rel, $content := .Values.policies.files }}
+{{- $_ := set $out $rel $content }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
+The ConfigMap key of a policy file path: ConfigMap keys cannot hold "/".
+*/}}
+{{- define "kueue-guard.policyKey" -}}
+{{- . | replace "/" "__" }}
+{{- end }}

@@ -1,0 +1,780 @@
+package chart_test
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+
+	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kueue-guard/kueue-guard/pkg/chart"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+)
+
+// Value sets the chart is checked with, as users would write them.
+const (
+	defaultValues  = ``
+	certManagerOff = `
+certManager: {enabled: false}`
+	haOff = `
+replicaCount: 1
+podAntiAffinity: none`
+	customSelectors = `
+webhooks:
+  excludeNamespaces: [kube-system, legacy-batch]
+  mutateWorkloads:
+    namespaceSelector:
+      matchLabels: {kueue-guard.io/enabled: "true"}
+      matchExpressions:
+      - {key: tier, operator: NotIn, values: [system]}
+  validateWorkloads:
+    namespaceSelector:
+      matchExpressions:
+      - {key: tier, operator: NotIn, values: [system]}
+  validateKueueControllers:
+    namespaceSelector:
+      matchExpressions:
+      - {key: controllers.example.com/trusted, operator: DoesNotExist}
+config:
+  exemptNamespaces: [ci-runners]`
+	conditionsAndObjectSelector = `
+webhooks:
+  mutateWorkloads:
+    objectSelector:
+      matchExpressions:
+      - {key: kueue-guard.io/skip, operator: DoesNotExist}
+    matchConditions:
+    - {name: not-node-users, expression: '!request.userInfo.username.startsWith("system:node:")'}
+  validateWorkloads:
+    objectSelector: {matchLabels: {team: ml}}
+    matchConditions:
+    - {name: not-gc, expression: 'request.userInfo.username != "system:serviceaccount:kube-system:generic-garbage-collector"'}
+  validateKueueControllers:
+    matchConditions:
+    - {name: not-kueue-itself, expression: 'request.userInfo.username != "system:serviceaccount:kueue-system:kueue-controller-manager"'}`
+	observability = `
+networkPolicy:
+  enabled: true
+  webhookFrom:
+  - ipBlock: {cidr: 10.0.0.0/16}
+  metricsFrom:
+  - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+serviceMonitor:
+  enabled: true
+  labels: {release: prometheus}`
+)
+
+// valueSets are all of the above; every test that must hold for any values
+// runs over them.
+var valueSets = map[string]string{
+	"default":                                defaultValues,
+	"certManager off":                        certManagerOff,
+	"HA off":                                 haOff,
+	"custom selectors":                       customSelectors,
+	"matchConditions and objectSelector":     conditionsAndObjectSelector,
+	"NetworkPolicy and ServiceMonitor on":    observability,
+	"everything at once (but cert-manager)":  certManagerOff + customSelectors,
+	"policies: extra files, one shipped out": "policies:\n  exclude: [lib.rego]\n  files:\n    team/limits.rego: \"package team.limits\\n\"\n",
+}
+
+// clusterScoped are the kinds the chart renders without a namespace.
+var clusterScoped = map[string]bool{
+	"ClusterRole": true, "ClusterRoleBinding": true,
+	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+}
+
+const (
+	ns            = chart.DefaultNamespace
+	serviceName   = "kueue-guard-webhook"
+	tlsSecret     = "kueue-guard-webhook-tls"
+	servingCert   = "kueue-guard-serving-cert"
+	kueueMutating = "kueue-mutating-webhook-configuration"
+)
+
+var _ = Describe("helm lint", func() {
+	for name, doc := range valueSets {
+		It("passes without warnings with "+name+" values", func() {
+			l := lint.AllWithKubeVersion(kg.Dir, values(doc), ns, &chart.KubeVersion)
+			var problems []string
+			for _, m := range l.Messages {
+				if m.Severity >= support.WarningSev {
+					problems = append(problems, m.Error())
+				}
+			}
+			Expect(problems).To(BeEmpty())
+		})
+	}
+})
+
+var _ = Describe("every rendered object", func() {
+	for name, doc := range valueSets {
+		It("decodes strictly into its Go type with "+name+" values", func() {
+			r := render(doc)
+			Expect(r.objs).NotTo(BeEmpty())
+			for _, u := range r.objs {
+				if u.GetKind() == "ServiceMonitor" {
+					continue // no Go type in the module graph; checked below
+				}
+				_, err := chart.DecodeStrict(u)
+				Expect(err).NotTo(HaveOccurred())
+				if clusterScoped[u.GetKind()] {
+					Expect(u.GetNamespace()).To(BeEmpty(), "%s %s", u.GetKind(), u.GetName())
+				} else {
+					Expect(u.GetNamespace()).NotTo(BeEmpty(), "%s %s", u.GetKind(), u.GetName())
+				}
+			}
+		})
+	}
+
+	It("fails strict decoding on a field its type does not have", func() {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+			"metadata": map[string]any{"name": "x"},
+			"spec":     map[string]any{"secretName": "x", "dnsName": []any{"typo"}},
+		}}
+		_, err := chart.DecodeStrict(u)
+		Expect(err).To(MatchError(ContainSubstring(`unknown field "spec.dnsName"`)))
+	})
+
+	It("reports a kind without a Go type as such", func() {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": map[string]any{"name": "x"}}}
+		_, err := chart.DecodeStrict(u)
+		Expect(errors.Is(err, chart.ErrNoGoType)).To(BeTrue())
+	})
+})
+
+var _ = Describe("default values", func() {
+	var r rendered
+	BeforeEach(func() { r = render(defaultValues) })
+
+	It("render exactly the expected objects", func() {
+		var got []string
+		for _, u := range r.objs {
+			got = append(got, u.GetKind()+"/"+u.GetName())
+		}
+		Expect(got).To(ConsistOf(
+			"Certificate/kueue-guard-ca", "Certificate/"+servingCert,
+			"Issuer/kueue-guard-selfsigned", "Issuer/kueue-guard-ca",
+			"ConfigMap/kueue-guard-config", "ConfigMap/kueue-guard-policies",
+			"Deployment/kueue-guard", "Service/"+serviceName, "ServiceAccount/kueue-guard",
+			"PodDisruptionBudget/kueue-guard",
+			"ClusterRole/kueue-guard", "ClusterRoleBinding/kueue-guard",
+			"Role/kueue-guard-kueue-config", "RoleBinding/kueue-guard-kueue-config",
+			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
+			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
+		))
+	})
+
+	It("name the mutating configuration so that it sorts before Kueue's", func() {
+		m, v, err := kg.WebhookConfigurations(nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(m.Name).To(Equal(webhookconfig.MutatingName))
+		Expect(v.Name).To(Equal(webhookconfig.ValidatingName))
+		names := []string{kueueMutating, m.Name}
+		sort.Strings(names) // the API server's order
+		Expect(names[0]).To(Equal(m.Name))
+	})
+
+	It("render the webhooks exactly as pkg/webhookconfig builds them for the release", func() {
+		m, v, err := kg.WebhookConfigurations(nil)
+		Expect(err).NotTo(HaveOccurred())
+		o := webhookconfig.Options{ServiceNamespace: ns, ServiceName: serviceName,
+			ExcludeNamespaces: []string{"kube-system", ns}}
+		Expect(cmp.Diff(webhookconfig.Mutating(o).Webhooks, m.Webhooks)).To(BeEmpty())
+		Expect(cmp.Diff(webhookconfig.Validating(o).Webhooks, v.Webhooks)).To(BeEmpty())
+	})
+
+	It("register the workload webhooks for exactly the catalog's kinds, and the controller guard for ControllerRules", func() {
+		m, v, err := kg.WebhookConfigurations(nil)
+		Expect(err).NotTo(HaveOccurred())
+		var catalog []string
+		for _, in := range integrations.All() {
+			catalog = append(catalog, in.GVK.Group+"/"+in.GVK.Version+"/"+in.Resource)
+		}
+		covered := func(rules []admissionregistrationv1.RuleWithOperations) []string {
+			var out []string
+			for _, r := range rules {
+				for _, g := range r.APIGroups {
+					for _, ver := range r.APIVersions {
+						for _, res := range r.Resources {
+							out = append(out, g+"/"+ver+"/"+res)
+						}
+					}
+				}
+				Expect(*r.Scope).To(Equal(admissionregistrationv1.NamespacedScope))
+			}
+			return out
+		}
+		Expect(covered(m.Webhooks[0].Rules)).To(ConsistOf(catalog))
+		Expect(covered(v.Webhooks[0].Rules)).To(ConsistOf(catalog))
+		for _, r := range m.Webhooks[0].Rules {
+			Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Create))
+		}
+		for _, r := range v.Webhooks[0].Rules {
+			Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Create, admissionregistrationv1.Update))
+		}
+		Expect(v.Webhooks[1].Rules).To(Equal(webhookconfig.ControllerRules()))
+	})
+
+	It("set the production webhook defaults", func() {
+		m, v, err := kg.WebhookConfigurations(nil)
+		Expect(err).NotTo(HaveOccurred())
+		mw := m.Webhooks[0]
+		Expect(*mw.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+		Expect(*mw.ReinvocationPolicy).To(Equal(admissionregistrationv1.IfNeededReinvocationPolicy))
+		Expect(*v.Webhooks[0].FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		Expect(*v.Webhooks[1].FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		check := func(name string, cc admissionregistrationv1.WebhookClientConfig, timeout *int32,
+			side *admissionregistrationv1.SideEffectClass, match *admissionregistrationv1.MatchPolicyType,
+			versions []string, path string) {
+			By(name)
+			Expect(*timeout).To(BeEquivalentTo(5))
+			Expect(*side).To(Equal(admissionregistrationv1.SideEffectClassNone))
+			Expect(*match).To(Equal(admissionregistrationv1.Equivalent))
+			Expect(versions).To(Equal([]string{"v1"}))
+			Expect(cc.Service.Name).To(Equal(serviceName))
+			Expect(cc.Service.Namespace).To(Equal(ns))
+			Expect(*cc.Service.Path).To(Equal(path))
+			Expect(*cc.Service.Port).To(BeEquivalentTo(443))
+			Expect(cc.CABundle).To(BeEmpty(), "cert-manager's cainjector fills it")
+		}
+		check(mw.Name, mw.ClientConfig, mw.TimeoutSeconds, mw.SideEffects, mw.MatchPolicy, mw.AdmissionReviewVersions, "/mutate-workloads")
+		for _, w := range v.Webhooks {
+			check(w.Name, w.ClientConfig, w.TimeoutSeconds, w.SideEffects, w.MatchPolicy, w.AdmissionReviewVersions, "/"+strings.TrimSuffix(w.Name, ".kueue-guard.io"))
+		}
+		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal([]string{"kube-system", ns}))
+		Expect(excludedNamespaces(v.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", ns}))
+		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{ns}),
+			"the controller guard sees every namespace but its own, kube-system included")
+		Expect(mw.ObjectSelector).To(BeNil())
+		Expect(mw.MatchConditions).To(BeNil())
+	})
+
+	It("wire cert-manager: self-signed Issuer → CA Certificate → CA Issuer → serving Certificate, injected into both configurations", func() {
+		selfSigned := typed[*certmanagerv1.Issuer](r.get("Issuer", "kueue-guard-selfsigned"))
+		Expect(selfSigned.Spec.SelfSigned).NotTo(BeNil())
+		ca := typed[*certmanagerv1.Certificate](r.get("Certificate", "kueue-guard-ca"))
+		Expect(ca.Spec.IsCA).To(BeTrue())
+		Expect(ca.Spec.IssuerRef.Name).To(Equal(selfSigned.Name))
+		Expect(ca.Spec.IssuerRef.Kind).To(Equal("Issuer"))
+		caIssuer := typed[*certmanagerv1.Issuer](r.get("Issuer", "kueue-guard-ca"))
+		Expect(caIssuer.Spec.CA).NotTo(BeNil())
+		Expect(caIssuer.Spec.CA.SecretName).To(Equal(ca.Spec.SecretName))
+
+		serving := typed[*certmanagerv1.Certificate](r.get("Certificate", servingCert))
+		Expect(serving.Spec.IsCA).To(BeFalse())
+		Expect(serving.Spec.IssuerRef.Name).To(Equal(caIssuer.Name))
+		Expect(serving.Spec.SecretName).To(Equal(tlsSecret))
+		Expect(serving.Spec.DNSNames).To(ConsistOf(serviceName, serviceName+"."+ns, serviceName+"."+ns+".svc",
+			serviceName+"."+ns+".svc.cluster.local"))
+		Expect(serving.Spec.Usages).To(ContainElement(certmanagerv1.UsageServerAuth))
+		Expect(serving.Spec.RenewBefore.Duration).To(BeNumerically("<", serving.Spec.Duration.Duration))
+
+		for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+			for _, u := range r.all(kind) {
+				Expect(u.GetAnnotations()).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", ns+"/"+servingCert))
+			}
+		}
+		Expect(secretVolume(r.deployment().Spec.Template.Spec.Volumes, "certs").SecretName).To(Equal(tlsSecret))
+		Expect(r.all("Secret")).To(BeEmpty(), "cert-manager owns the Secret")
+	})
+
+	It("run the server with the documented flags, probes and mounts", func() {
+		d := r.deployment()
+		Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+		c := d.Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal("ghcr.io/kueue-guard/kueue-guard:" + kg.Chart.Metadata.AppVersion))
+		Expect(c.Args).To(HaveExactElements("serve",
+			"--config=/etc/kueue-guard/config.yaml",
+			"--cert-dir=/etc/kueue-guard/certs",
+			"--webhook-port=9443",
+			"--metrics-bind-address=:8080",
+			"--health-probe-bind-address=:8081",
+			"--tls-min-version=1.3",
+			"--namespace=$(POD_NAMESPACE)",
+			"--shutdown-timeout=30s",
+			"--zap-log-level=info"))
+		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "POD_NAMESPACE",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}))
+		Expect(port(c, "webhook")).To(BeEquivalentTo(9443))
+		Expect(port(c, "metrics")).To(BeEquivalentTo(8080))
+		Expect(port(c, "health")).To(BeEquivalentTo(8081))
+
+		Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+		Expect(c.LivenessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
+		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+		Expect(c.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
+
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			mounts[m.Name] = m.MountPath
+			if m.Name != "tmp" {
+				Expect(m.ReadOnly).To(BeTrue(), m.Name)
+			}
+		}
+		Expect(mounts).To(Equal(map[string]string{"config": "/etc/kueue-guard/config.yaml",
+			"policies": config.DefaultPolicyDirectory, "certs": "/etc/kueue-guard/certs", "tmp": "/tmp"}))
+		Expect(c.Resources.Requests.Cpu().IsZero()).To(BeFalse())
+		Expect(c.Resources.Requests.Memory().IsZero()).To(BeFalse())
+		Expect(c.Resources.Limits.Cpu().IsZero()).To(BeFalse())
+		Expect(c.Resources.Limits.Memory().IsZero()).To(BeFalse())
+	})
+
+	It("run non-root with a read-only root filesystem, no capabilities and seccomp RuntimeDefault", func() {
+		pod := r.deployment().Spec.Template.Spec
+		Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+		Expect(*pod.SecurityContext.RunAsUser).NotTo(BeZero())
+		Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+		sc := pod.Containers[0].SecurityContext
+		Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
+		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
+		Expect(*sc.RunAsNonRoot).To(BeTrue())
+		Expect(sc.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(sc.Capabilities.Add).To(BeEmpty())
+		Expect(sc.Privileged).To(BeNil())
+		Expect(pod.PriorityClassName).To(Equal("system-cluster-critical"))
+	})
+
+	It("keep two replicas apart and available", func() {
+		d := r.deployment()
+		Expect(*d.Spec.Replicas).To(BeEquivalentTo(2))
+		Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(BeZero())
+		podLabels := d.Spec.Template.Labels
+		anti := d.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		Expect(anti).To(HaveLen(1))
+		Expect(anti[0].PodAffinityTerm.TopologyKey).To(Equal("kubernetes.io/hostname"))
+		Expect(selects(anti[0].PodAffinityTerm.LabelSelector.MatchLabels, podLabels)).To(BeTrue())
+
+		pdb := typed[*policyv1.PodDisruptionBudget](r.get("PodDisruptionBudget", "kueue-guard"))
+		Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+		Expect(selects(pdb.Spec.Selector.MatchLabels, podLabels)).To(BeTrue())
+		Expect(selects(d.Spec.Selector.MatchLabels, podLabels)).To(BeTrue())
+
+		svc := typed[*corev1.Service](r.get("Service", serviceName))
+		Expect(selects(svc.Spec.Selector, podLabels)).To(BeTrue())
+		Expect(svc.Spec.Ports[0].Port).To(BeEquivalentTo(443))
+		Expect(svc.Spec.Ports[0].TargetPort).To(Equal(intstr.FromString("webhook")))
+	})
+
+	It("render a configuration file that kueue-guard loads, with the policy directory at the mount", func() {
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-config"))
+		cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Policies.Directory).To(Equal(config.DefaultPolicyDirectory))
+		Expect(cmp.Diff(config.Default(), cfg, cmpopts.EquateEmpty())).To(BeEmpty(),
+			"the chart's defaults are the program's defaults")
+	})
+
+	It("ship the repository's policies, laid out as in policies/", func() {
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-policies"))
+		gen, err := chart.Generated(mustRoot())
+		Expect(err).NotTo(HaveOccurred())
+		want := map[string]string{}
+		for rel, b := range gen {
+			if p, ok := strings.CutPrefix(rel, chart.PoliciesDir+"/"); ok {
+				want[p] = string(b)
+			}
+		}
+		Expect(policyTree(cm, r.deployment().Spec.Template.Spec.Volumes)).To(Equal(want))
+	})
+
+	It("ship policies that kueue-guard's policy engine loads from the mounted directory", func() {
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-policies"))
+		dir := GinkgoT().TempDir()
+		for rel, content := range policyTree(cm, r.deployment().Spec.Template.Spec.Volumes) {
+			write(dir, rel, content)
+		}
+		engine, err := policies.NewEngine(policies.Options{Directory: dir})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(engine.Load()).To(Succeed())
+		if len(cm.Data) > 0 {
+			Expect(engine.Policies()).NotTo(BeEmpty())
+		}
+	})
+
+	It("grant only reads, and ConfigMaps only in Kueue's namespace", func() {
+		cr := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard"))
+		gen, err := chart.RBAC()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cr.Rules).To(Equal(gen.ClusterRules))
+		for _, rule := range cr.Rules {
+			Expect(rule.Verbs).To(ConsistOf("get", "list", "watch"))
+			Expect(rule.Resources).NotTo(ContainElements("secrets", "configmaps"))
+		}
+		Expect(resources(cr.Rules)).To(ContainElements("/namespaces", "kueue.x-k8s.io/localqueues",
+			"kueue.x-k8s.io/clusterqueues", "apps/deployments"))
+		role := typed[*rbacv1.Role](r.get("Role", "kueue-guard-kueue-config"))
+		Expect(role.Namespace).To(Equal("kueue-system"))
+		Expect(resources(role.Rules)).To(ConsistOf("/configmaps"))
+		for _, rule := range role.Rules {
+			Expect(rule.Verbs).To(ConsistOf("get", "list", "watch"))
+		}
+		crb := typed[*rbacv1.ClusterRoleBinding](r.get("ClusterRoleBinding", "kueue-guard"))
+		Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "kueue-guard", Namespace: ns}))
+		Expect(r.deployment().Spec.Template.Spec.ServiceAccountName).To(Equal("kueue-guard"))
+	})
+
+	It("render NOTES.txt with the ordering safeguard", func() {
+		files, err := kg.RenderFiles(nil)
+		Expect(err).NotTo(HaveOccurred())
+		notes := files["kueue-guard/templates/NOTES.txt"]
+		Expect(notes).To(ContainSubstring("mutatingWebhook.reinvocationPolicy: IfNeeded"))
+		Expect(notes).To(ContainSubstring(`"kueue-guard-mutating" sorts before`))
+		Expect(notes).NotTo(ContainSubstring("WARNING"))
+	})
+})
+
+var _ = Describe("NOTES.txt", func() {
+	It("warns when webhooks.mutatingName sorts after Kueue's configuration", func() {
+		files, err := kg.RenderFiles(values("webhooks: {mutatingName: zz-kueue-guard}"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files["kueue-guard/templates/NOTES.txt"]).To(ContainSubstring("WARNING: webhooks.mutatingName sorts after"))
+	})
+})
+
+var _ = Describe("image values", func() {
+	It("pin a digest over the tag, and take an explicit tag over appVersion", func() {
+		c := render(`image: {digest: "sha256:` + strings.Repeat("ab", 32) + `"}`).deployment().Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal("ghcr.io/kueue-guard/kueue-guard@sha256:" + strings.Repeat("ab", 32)))
+		c = render(`image: {tag: v9.9.9}`).deployment().Spec.Template.Spec.Containers[0]
+		Expect(c.Image).To(Equal("ghcr.io/kueue-guard/kueue-guard:v9.9.9"))
+	})
+})
+
+var _ = Describe("certManager.enabled=false", func() {
+	var r rendered
+	BeforeEach(func() { r = render(certManagerOff) })
+
+	It("renders no cert-manager objects and no inject-ca-from", func() {
+		Expect(r.all("Certificate")).To(BeEmpty())
+		Expect(r.all("Issuer")).To(BeEmpty())
+		for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+			for _, u := range r.all(kind) {
+				Expect(u.GetAnnotations()).NotTo(HaveKey("cert-manager.io/inject-ca-from"))
+			}
+		}
+	})
+
+	It("lets the server manage its certificates in an empty Secret it may write, mounted optional", func() {
+		secret := typed[*corev1.Secret](r.get("Secret", tlsSecret))
+		Expect(secret.Data).To(BeEmpty())
+		c := r.deployment().Spec.Template.Spec.Containers[0]
+		Expect(c.Args).To(ContainElements("--manage-certs", "--cert-secret-name="+tlsSecret,
+			"--webhook-service-name="+serviceName,
+			"--mutating-webhook-configuration="+webhookconfig.MutatingName,
+			"--validating-webhook-configuration="+webhookconfig.ValidatingName))
+		vol := secretVolume(r.deployment().Spec.Template.Spec.Volumes, "certs")
+		Expect(vol.SecretName).To(Equal(tlsSecret))
+		Expect(*vol.Optional).To(BeTrue(), "the pod starts before the server fills the Secret")
+	})
+
+	It("grants writes only on its own Secret and webhook configurations", func() {
+		role := typed[*rbacv1.Role](r.get("Role", "kueue-guard-certs"))
+		Expect(role.Namespace).To(Equal(ns))
+		Expect(role.Rules).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{tlsSecret},
+				Verbs: []string{"get", "update"}},
+		))
+		cr := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard"))
+		for _, rule := range cr.Rules {
+			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				Expect(rule.APIGroups).To(Equal([]string{"admissionregistration.k8s.io"}))
+				Expect(rule.ResourceNames).To(HaveLen(1))
+				Expect(rule.ResourceNames[0]).To(BeElementOf(webhookconfig.MutatingName, webhookconfig.ValidatingName))
+				Expect(rule.Verbs).To(ConsistOf("get", "update", "patch"))
+			}
+		}
+		Expect(resources(cr.Rules)).To(ContainElements("admissionregistration.k8s.io/mutatingwebhookconfigurations",
+			"admissionregistration.k8s.io/validatingwebhookconfigurations"))
+		rb := typed[*rbacv1.RoleBinding](r.get("RoleBinding", "kueue-guard-certs"))
+		Expect(rb.RoleRef.Name).To(Equal(role.Name))
+	})
+})
+
+var _ = Describe("HA off", func() {
+	It("renders one replica without a PodDisruptionBudget (which would block drains) or anti-affinity", func() {
+		r := render(haOff)
+		Expect(*r.deployment().Spec.Replicas).To(BeEquivalentTo(1))
+		Expect(r.all("PodDisruptionBudget")).To(BeEmpty())
+		Expect(r.deployment().Spec.Template.Spec.Affinity).To(BeNil())
+	})
+
+	It("makes anti-affinity required with podAntiAffinity=hard", func() {
+		r := render("podAntiAffinity: hard")
+		anti := r.deployment().Spec.Template.Spec.Affinity.PodAntiAffinity
+		Expect(anti.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+		Expect(anti.PreferredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+	})
+
+	It("uses affinity as given instead of the default", func() {
+		r := render(`affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [system]}]}]}}}`)
+		aff := r.deployment().Spec.Template.Spec.Affinity
+		Expect(aff.PodAntiAffinity).To(BeNil())
+		Expect(aff.NodeAffinity).NotTo(BeNil())
+	})
+})
+
+var _ = Describe("custom selectors", func() {
+	It("exclude the listed namespaces, the release namespace and the exempt ones from the workload webhooks, and add the extra terms", func() {
+		m, v, err := kg.WebhookConfigurations(values(customSelectors))
+		Expect(err).NotTo(HaveOccurred())
+		mw, vw, cw := m.Webhooks[0], v.Webhooks[0], v.Webhooks[1]
+		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal([]string{"kube-system", "legacy-batch", ns, "ci-runners"}))
+		Expect(excludedNamespaces(vw.NamespaceSelector)).To(Equal([]string{"kube-system", "legacy-batch", ns, "ci-runners"}))
+		Expect(mw.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"kueue-guard.io/enabled": "true"}))
+		Expect(mw.NamespaceSelector.MatchExpressions[1].Key).To(Equal("tier"))
+		Expect(vw.NamespaceSelector.MatchLabels).To(BeEmpty())
+		Expect(vw.NamespaceSelector.MatchExpressions).To(HaveLen(2))
+
+		Expect(excludedNamespaces(cw.NamespaceSelector)).To(Equal([]string{ns}))
+		Expect(cw.NamespaceSelector.MatchExpressions[1].Key).To(Equal("controllers.example.com/trusted"))
+	})
+
+	It("follow the release namespace", func() {
+		other := *kg
+		other.Namespace = "platform-guards"
+		m, v, err := other.WebhookConfigurations(nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(excludedNamespaces(m.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", "platform-guards"}))
+		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{"platform-guards"}))
+		Expect(m.Webhooks[0].ClientConfig.Service.Namespace).To(Equal("platform-guards"))
+	})
+
+	It("keep the configured exemptions in the configuration file as well", func() {
+		cm := typed[*corev1.ConfigMap](render(customSelectors).get("ConfigMap", "kueue-guard-config"))
+		cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ExemptNamespaces).To(Equal([]string{"ci-runners"}))
+	})
+})
+
+var _ = Describe("matchConditions and objectSelector", func() {
+	It("are set per webhook when given, and absent otherwise", func() {
+		m, v, err := kg.WebhookConfigurations(values(conditionsAndObjectSelector))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(m.Webhooks[0].ObjectSelector.MatchExpressions[0].Key).To(Equal("kueue-guard.io/skip"))
+		Expect(m.Webhooks[0].MatchConditions).To(HaveLen(1))
+		Expect(m.Webhooks[0].MatchConditions[0].Name).To(Equal("not-node-users"))
+		Expect(v.Webhooks[0].ObjectSelector.MatchLabels).To(Equal(map[string]string{"team": "ml"}))
+		Expect(v.Webhooks[0].MatchConditions[0].Name).To(Equal("not-gc"))
+		Expect(v.Webhooks[1].ObjectSelector).To(BeNil())
+		Expect(v.Webhooks[1].MatchConditions[0].Name).To(Equal("not-kueue-itself"))
+	})
+})
+
+var _ = Describe("NetworkPolicy and ServiceMonitor", func() {
+	var r rendered
+	BeforeEach(func() { r = render(observability) })
+
+	It("admit the webhook, metrics and probe ports only, from the given peers", func() {
+		np := typed[*networkingv1.NetworkPolicy](r.get("NetworkPolicy", "kueue-guard"))
+		Expect(np.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress))
+		Expect(selects(np.Spec.PodSelector.MatchLabels, r.deployment().Spec.Template.Labels)).To(BeTrue())
+		c := r.deployment().Spec.Template.Spec.Containers[0]
+		from := map[string][]networkingv1.NetworkPolicyPeer{}
+		for _, rule := range np.Spec.Ingress {
+			Expect(rule.Ports).To(HaveLen(1))
+			name := rule.Ports[0].Port.StrVal
+			Expect(port(c, name)).NotTo(BeZero(), "a named container port")
+			from[name] = rule.From
+		}
+		Expect(from).To(HaveLen(3))
+		Expect(from["webhook"][0].IPBlock.CIDR).To(Equal("10.0.0.0/16"))
+		Expect(from["metrics"][0].NamespaceSelector.MatchLabels).To(HaveKeyWithValue("kubernetes.io/metadata.name", "monitoring"))
+		Expect(from["health"]).To(BeEmpty())
+	})
+
+	It("scrape the Service's metrics port", func() {
+		sm := r.get("ServiceMonitor", "kueue-guard")
+		Expect(sm.GetAPIVersion()).To(Equal("monitoring.coreos.com/v1"))
+		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prometheus"))
+		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		svc := typed[*corev1.Service](r.get("Service", serviceName))
+		Expect(selects(sel, svc.Labels)).To(BeTrue())
+		endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		Expect(endpoints).To(HaveLen(1))
+		ep := endpoints[0].(map[string]any)
+		Expect(ep).To(HaveKeyWithValue("port", "metrics"))
+		Expect(ep).To(HaveKeyWithValue("path", "/metrics"))
+		var names []string
+		for _, p := range svc.Spec.Ports {
+			names = append(names, p.Name)
+		}
+		Expect(names).To(ContainElement("metrics"))
+		spec, _, _ := unstructured.NestedMap(sm.Object, "spec")
+		Expect(spec).To(HaveLen(3), "selector, namespaceSelector, endpoints: %v", spec)
+	})
+})
+
+var _ = Describe("policies values", func() {
+	It("add files, replace none, and leave excluded shipped files out", func() {
+		r := render("policies:\n  exclude: [lib.rego]\n  files:\n    team/limits.rego: \"package team.limits\\n\"\n")
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-policies"))
+		tree := policyTree(cm, r.deployment().Spec.Template.Spec.Volumes)
+		Expect(tree).To(HaveKeyWithValue("team/limits.rego", "package team.limits\n"))
+		Expect(tree).NotTo(HaveKey("lib.rego"))
+		Expect(cm.Data).To(HaveKey("team__limits.rego"))
+	})
+
+	It("ship nothing but the given files with shipped=false", func() {
+		r := render("policies:\n  shipped: false\n  files:\n    only.rego: \"package only\\n\"\n")
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-policies"))
+		Expect(policyTree(cm, r.deployment().Spec.Template.Spec.Volumes)).To(Equal(map[string]string{"only.rego": "package only\n"}))
+	})
+
+	It("render an empty ConfigMap with no policies at all", func() {
+		r := render("policies: {shipped: false}")
+		cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-policies"))
+		Expect(cm.Data).To(BeEmpty())
+		Expect(configMapVolume(r.deployment().Spec.Template.Spec.Volumes, "policies").Items).To(BeEmpty())
+	})
+})
+
+var _ = Describe("values.schema.json", func() {
+	DescribeTable("rejects a bad value",
+		func(doc, mention string) {
+			_, err := kg.Render(values(doc))
+			Expect(err).To(MatchError(ContainSubstring("values don't meet the specifications of the schema")))
+			Expect(err).To(MatchError(ContainSubstring(mention)))
+		},
+		Entry("an unknown failure policy", "webhooks: {mutateWorkloads: {failurePolicy: Sometimes}}", "failurePolicy"),
+		Entry("zero replicas", "replicaCount: 0", "replicaCount"),
+		Entry("an unknown top-level key (a typo)", "replicas: 3", "replicas"),
+		Entry("an unknown install profile", "config: {installProfile: custom}", "installProfile"),
+		Entry("the policy directory (fixed to the mount)", "config: {policies: {directory: /tmp}}", "directory"),
+		Entry("a webhook timeout above the API server's 30 s", "webhooks: {timeoutSeconds: 31}", "timeoutSeconds"),
+		Entry("TLS 1.1", `server: {tlsMinVersion: "1.1"}`, "tlsMinVersion"),
+		Entry("a bad anti-affinity mode", "podAntiAffinity: maybe", "podAntiAffinity"),
+		Entry("a selector operator Kubernetes does not know", "webhooks: {validateWorkloads: {namespaceSelector: {matchExpressions: [{key: a, operator: Like}]}}}", "operator"),
+		Entry("a matchCondition without expression", "webhooks: {validateWorkloads: {matchConditions: [{name: a}]}}", "expression"),
+		Entry("a non-string policy file", "policies: {files: {a.rego: {package: a}}}", "a.rego"),
+		Entry("a policy path escaping the directory", `policies: {files: {"../x.rego": "package x"}}`, "../x.rego"),
+	)
+
+	It("accepts every value set used in these tests", func() {
+		for name, doc := range valueSets {
+			_, err := kg.Render(values(doc))
+			Expect(err).NotTo(HaveOccurred(), name)
+		}
+	})
+})
+
+// excludedNamespaces returns the values of the selector's
+// kubernetes.io/metadata.name NotIn requirement, which must come first.
+func excludedNamespaces(sel *metav1.LabelSelector) []string {
+	GinkgoHelper()
+	Expect(sel).NotTo(BeNil())
+	Expect(sel.MatchExpressions).NotTo(BeEmpty())
+	req := sel.MatchExpressions[0]
+	Expect(req.Key).To(Equal("kubernetes.io/metadata.name"))
+	Expect(req.Operator).To(Equal(metav1.LabelSelectorOpNotIn))
+	return req.Values
+}
+
+func port(c corev1.Container, name string) int32 {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+// selects reports whether a label selector's matchLabels select labels.
+func selects(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func secretVolume(vols []corev1.Volume, name string) *corev1.SecretVolumeSource {
+	GinkgoHelper()
+	for _, v := range vols {
+		if v.Name == name {
+			Expect(v.Secret).NotTo(BeNil())
+			return v.Secret
+		}
+	}
+	Fail("no volume " + name)
+	return nil
+}
+
+func configMapVolume(vols []corev1.Volume, name string) *corev1.ConfigMapVolumeSource {
+	GinkgoHelper()
+	for _, v := range vols {
+		if v.Name == name {
+			Expect(v.ConfigMap).NotTo(BeNil())
+			return v.ConfigMap
+		}
+	}
+	Fail("no volume " + name)
+	return nil
+}
+
+// policyTree is the directory the kubelet would project from the policies
+// ConfigMap through the volume's items: relative path → content.
+func policyTree(cm *corev1.ConfigMap, vols []corev1.Volume) map[string]string {
+	GinkgoHelper()
+	vol := configMapVolume(vols, "policies")
+	Expect(vol.Name).To(Equal(cm.Name))
+	tree := map[string]string{}
+	if len(vol.Items) == 0 {
+		for k, v := range cm.Data {
+			tree[k] = v
+		}
+		return tree
+	}
+	Expect(vol.Items).To(HaveLen(len(cm.Data)), "every key is projected")
+	for _, it := range vol.Items {
+		content, ok := cm.Data[it.Key]
+		Expect(ok).To(BeTrue(), "item key %s in the ConfigMap", it.Key)
+		tree[it.Path] = content
+	}
+	return tree
+}
+
+// resources lists group/resource of every rule.
+func resources(rules []rbacv1.PolicyRule) []string {
+	var out []string
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				out = append(out, g+"/"+res)
+			}
+		}
+	}
+	return out
+}
+
+func mustRoot() string {
+	GinkgoHelper()
+	root, err := chart.RepoRoot(".")
+	Expect(err).NotTo(HaveOccurred())
+	return root
+}
