@@ -21,7 +21,7 @@ TEST_FLAGS   ?= -race -count=1
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build test unit integration testbin lint vet fmt run clean help
+.PHONY: all build test unit integration policy-test testbin lint vet fmt run clean help
 
 all: build
 
@@ -46,8 +46,11 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl) into bi
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 
-test: lint testbin ## Unit and integration tests (-race) against the real control plane.
+test: lint testbin policy-test ## Unit, policy and integration tests (-race) against the real control plane.
 	$(GO) test $(TEST_FLAGS) ./... $(GINKGO_FLAGS)
+
+policy-test: ## Run the shipped policies' Rego tests (kueue-guard policy test policies/).
+	$(GO) run ./cmd/webhook policy test policies/
 
 unit: ## Unit tests only (no control plane).
 	$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v /test/)
@@ -69,3 +72,19 @@ run: build testbin ## Start a local control plane with kueue-guard and the examp
 
 clean: ## Remove build output (keeps the test control plane).
 	rm -f $(BIN)/kueue-guard
+
+# --- Helm chart and container image (appended for the chart; see manifests/charts/kueue-guard) ---
+
+IMG    ?= ghcr.io/kueue-guard/kueue-guard:$(VERSION)
+DOCKER ?= docker
+
+.PHONY: generate verify-generate docker-build
+
+generate: ## Write the chart's generated files (webhook rules, RBAC, shipped policies) from the Go sources.
+	$(GO) run ./hack/generate
+
+verify-generate: ## Fail if `make generate` would change any file.
+	$(GO) run ./hack/generate -verify
+
+docker-build: ## Build the container image $(IMG) (multi-stage, static, distroless nonroot).
+	$(DOCKER) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .

@@ -22,6 +22,9 @@ type serveFlags struct {
 	port                                             int
 	shutdownTimeout                                  time.Duration
 	zap                                              zap.Options
+	manageCerts                                      bool
+	certSecret, webhookService                       string
+	mutatingName, validatingName                     string
 }
 
 func newServeCommand() *cobra.Command {
@@ -44,6 +47,11 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
 	fl.StringVar(&f.tlsMinVersion, "tls-min-version", "1.3", "Minimum TLS version of the webhook server: 1.3 or 1.2")
 	fl.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The server's own namespace, never mutated or validated (default $POD_NAMESPACE)")
+	fl.BoolVar(&f.manageCerts, "manage-certs", false, "Generate, inject and rotate the serving certificate (when cert-manager is not used)")
+	fl.StringVar(&f.certSecret, "cert-secret-name", "", "Secret holding the managed certificate (with --manage-certs)")
+	fl.StringVar(&f.webhookService, "webhook-service-name", "", "Service the certificate is issued for (with --manage-certs)")
+	fl.StringVar(&f.mutatingName, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to inject the CA into (with --manage-certs)")
+	fl.StringVar(&f.validatingName, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (with --manage-certs)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests on SIGTERM")
 	goFlags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.zap.BindFlags(goFlags)
@@ -72,17 +80,22 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	srv, err := server.New(ctx, server.Options{
-		Config:                 cfg,
-		RESTConfig:             restCfg,
-		Namespace:              f.namespace,
-		CertDir:                f.certDir,
-		WebhookHost:            f.host,
-		WebhookPort:            f.port,
-		TLSMinVersion:          minTLS,
-		MetricsBindAddress:     f.metricsAddr,
-		HealthProbeBindAddress: f.probeAddr,
-		ShutdownTimeout:        f.shutdownTimeout,
-		Logger:                 logger,
+		Config:                      cfg,
+		RESTConfig:                  restCfg,
+		Namespace:                   f.namespace,
+		CertDir:                     f.certDir,
+		WebhookHost:                 f.host,
+		WebhookPort:                 f.port,
+		TLSMinVersion:               minTLS,
+		MetricsBindAddress:          f.metricsAddr,
+		HealthProbeBindAddress:      f.probeAddr,
+		ShutdownTimeout:             f.shutdownTimeout,
+		Logger:                      logger,
+		ManageCerts:                 f.manageCerts,
+		CertSecretName:              f.certSecret,
+		WebhookServiceName:          f.webhookService,
+		MutatingConfigurationName:   f.mutatingName,
+		ValidatingConfigurationName: f.validatingName,
 	})
 	if err != nil {
 		return err

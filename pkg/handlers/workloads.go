@@ -133,6 +133,14 @@ func newRequest(ar admission.Request) (*guard.Request, error) {
 	return req, nil
 }
 
+// fieldPath carries a violation's already-rendered path into a field.Path.
+func fieldPath(p string) *field.Path {
+	if p == "" {
+		return field.NewPath("metadata")
+	}
+	return field.NewPath(p)
+}
+
 func decode(raw []byte, what string) (*unstructured.Unstructured, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("admission request has no %s", what)
@@ -151,8 +159,7 @@ func response(req *guard.Request, d *guard.Decision) admission.Response {
 	if !d.Allowed() {
 		var errs field.ErrorList
 		for _, v := range d.Denials() {
-			errs = append(errs, &field.Error{Type: field.ErrorTypeInvalid, Field: v.Field,
-				BadValue: field.OmitValueType{}, Detail: fmt.Sprintf("[%s] %s", v.Rule, v.Message)})
+			errs = append(errs, field.Forbidden(fieldPath(v.Field), fmt.Sprintf("[%s] %s", v.Rule, v.Message)))
 		}
 		status := apierrors.NewInvalid(req.Kind.GroupKind(), req.Name, errs).ErrStatus
 		resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status}}

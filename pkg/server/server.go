@@ -28,6 +28,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
 // Options are everything the server needs; the serve command fills them from flags.
@@ -44,6 +45,15 @@ type Options struct {
 	HealthProbeBindAddress string
 	ShutdownTimeout        time.Duration
 	Logger                 logr.Logger
+	// Certificates, when ManageCerts is set: the server generates a CA and a
+	// serving certificate into a Secret, injects the CA into its webhook
+	// configurations, and rotates both before they expire (for installs without
+	// cert-manager).
+	ManageCerts                 bool
+	CertSecretName              string
+	WebhookServiceName          string
+	MutatingConfigurationName   string
+	ValidatingConfigurationName string
 }
 
 // Scheme holds the types the server reads: the built-in ones and Kueue's.
@@ -70,6 +80,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	scheme := Scheme()
 	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion, o.ShutdownTimeout)
+	var certsReady chan struct{}
+	if o.ManageCerts {
+		certsReady = make(chan struct{})
+		ws.certsReady = certsReady
+	}
 	mgr, err := manager.New(o.RESTConfig, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
@@ -88,7 +103,24 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	pipeline, err := guard.Build(o.Config, o.Namespace)
+	if o.ManageCerts {
+		if err := addCertRotator(mgr, o, certsReady); err != nil {
+			return nil, err
+		}
+	}
+	engine, err := policies.NewEngine(policies.Options{
+		Directory:  o.Config.Policies.Directory,
+		OnError:    o.Config.Policies.OnError,
+		Registerer: crmetrics.Registry,
+		Logger:     o.Logger.WithName("policies"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("policy engine: %w", err)
+	}
+	if err := mgr.Add(engine); err != nil {
+		return nil, err
+	}
+	pipeline, err := guard.Build(o.Config, o.Namespace, policies.NewStep(engine))
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +141,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("cache", s.cacheSynced); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("policies", engine.ReadyCheck); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

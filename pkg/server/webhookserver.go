@@ -40,6 +40,9 @@ type webhookServer struct {
 	minTLS          uint16
 	shutdownTimeout time.Duration
 
+	// certsReady, when set, is closed once managed certificates are on disk.
+	certsReady <-chan struct{}
+
 	mux     *http.ServeMux
 	mu      sync.Mutex
 	started bool
@@ -66,6 +69,14 @@ func (s *webhookServer) addr() string { return net.JoinHostPort(s.host, strconv.
 // Start implements webhook.Server. It returns once the server has shut down.
 func (s *webhookServer) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("webhook-server")
+	if s.certsReady != nil {
+		logger.Info("waiting for the managed serving certificate")
+		select {
+		case <-s.certsReady:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	watcher, err := certwatcher.New(filepath.Join(s.certDir, "tls.crt"), filepath.Join(s.certDir, "tls.key"))
 	if err != nil {
 		return fmt.Errorf("loading the serving certificate from %s: %w", s.certDir, err)
@@ -93,7 +104,6 @@ func (s *webhookServer) Start(ctx context.Context) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		// A non-nil, empty map disables HTTP/2 on this server.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		ErrorLog:     nil,
 	}
 	done := make(chan struct{})
 	go func() {

@@ -113,8 +113,10 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 }
 
 // ControllerRules are the admission rules of the Kueue controller guard: every
-// kind that can run a controller manager, and the webhook configurations a second
-// Kueue install would register.
+// kind that can run a controller manager. Webhook configurations are not listed:
+// the API server never sends them to admission webhooks (so that a webhook can
+// never lock itself in), so the guard's check of Kueue webhook configurations
+// runs only offline, in `kueue-guard review`.
 func ControllerRules() []admissionregistrationv1.RuleWithOperations {
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	rule := func(group, version string, scope admissionregistrationv1.ScopeType, resources ...string) admissionregistrationv1.RuleWithOperations {
@@ -124,8 +126,6 @@ func ControllerRules() []admissionregistrationv1.RuleWithOperations {
 	return []admissionregistrationv1.RuleWithOperations{
 		rule("apps", "v1", admissionregistrationv1.NamespacedScope, "deployments", "statefulsets", "daemonsets", "replicasets"),
 		rule("", "v1", admissionregistrationv1.NamespacedScope, "pods"),
-		rule("admissionregistration.k8s.io", "v1", admissionregistrationv1.ClusterScope,
-			"mutatingwebhookconfigurations", "validatingwebhookconfigurations"),
 	}
 }
 

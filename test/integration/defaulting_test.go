@@ -39,8 +39,13 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 		Entry("RayJob", fixtures.RayJob),
 		Entry("RayCluster", fixtures.RayCluster),
 		Entry("MPIJob", fixtures.MPIJob),
-		Entry("PyTorchJob", fixtures.PyTorchJob),
 		Entry("TrainJob", fixtures.TrainJob),
+	}
+	// Kinds the managed profile does not support: defaulting labels them, and the
+	// integration guard then rejects them (see guards_test.go), so they are
+	// checked here with the mutating path alone.
+	unsupportedKinds := []TableEntry{
+		Entry("PyTorchJob", fixtures.PyTorchJob),
 		Entry("AppWrapper", fixtures.AppWrapper),
 		Entry("LeaderWorkerSet", fixtures.LeaderWorkerSet),
 	}
@@ -72,6 +77,13 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 			Expect(queueOf(out)).To(Equal("team-queue"))
 			Expect(stderr).NotTo(ContainSubstring("Warning"))
 		}, allKinds)
+
+		DescribeTable("unsupported kinds are labeled too, so the guard can reject them", func(build builder) {
+			obj := build(ns, "wl").Obj()
+			err := k8sClient.Create(ctx, obj)
+			Expect(err).To(MatchError(ContainSubstring(`admission webhook "validate-workloads.kueue-guard.io" denied the request`)))
+			Expect(err).To(MatchError(ContainSubstring("[unsupported-integration]")))
+		}, unsupportedKinds)
 
 		It("never overwrites a queue the user set", func() {
 			obj := fixtures.Job(ns, "explicit").Queue("other").Obj()
@@ -107,7 +119,8 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 		})
 
 		It("does not mutate on UPDATE", func() {
-			obj := fixtures.Job(ns, "updated").Queue("mine").Obj()
+			obj := fixtures.Job(ns, "updated").Queue("team-queue").Obj()
+			Expect(unstructured.SetNestedField(obj.Object, true, "spec", "suspend")).To(Succeed())
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 			labels := obj.GetLabels()
 			delete(labels, "kueue.x-k8s.io/queue-name")
@@ -124,7 +137,7 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 			Expect(queueOf(obj)).To(BeEmpty())
 			Expect(obj.GetAnnotations()).NotTo(HaveKey(guard.DefaultedByAnnotation))
-		}, allKinds)
+		}, append(allKinds, unsupportedKinds...))
 	})
 
 	It("follows Kueue's convention: a LocalQueue named default", func() {

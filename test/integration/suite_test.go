@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,9 @@ var (
 	env       *testenv.Env
 	k8sClient client.Client
 	srv       *testenv.Server
+	// policyDir is the policy directory the suite's server watches; it starts
+	// empty and the policy specs write into it.
+	policyDir string
 	// serverRequests counts the API requests our server makes, other than watches.
 	serverRequests = &requestCounter{}
 )
@@ -76,6 +80,7 @@ func suiteConfig() *config.Configuration {
 		RequestsResource:  "nvidia.com/gpu",
 		LocalQueue:        "gpu",
 	}}
+	cfg.Policies.Directory = policyDir
 	Expect(cfg.Validate()).To(BeEmpty())
 	return cfg
 }
@@ -86,15 +91,28 @@ var _ = BeforeSuite(func() {
 
 	opts := testenv.WebhookOptions()
 	var err error
-	env, err = testenv.Start([]*admissionregistrationv1.MutatingWebhookConfiguration{webhookconfig.Mutating(opts)}, nil)
+	policyDir, err = os.MkdirTemp("", "kueue-guard-policies-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, policyDir)
+	env, err = testenv.Start([]*admissionregistrationv1.MutatingWebhookConfiguration{webhookconfig.Mutating(opts)},
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{webhookconfig.Validating(opts)})
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient = env.Client
 
+	startServer(suiteConfig())
+})
+
+// startServer (re)starts the suite's webhook server with a configuration.
+func startServer(cfg *config.Configuration) {
+	if srv != nil {
+		Expect(srv.Stop()).To(Succeed())
+	}
 	restCfg := rest.CopyConfig(env.Config)
 	restCfg.Wrap(serverRequests.wrap)
-	srv, err = env.StartServer(ctx, restCfg, suiteConfig())
+	var err error
+	srv, err = env.StartServer(ctx, restCfg, cfg)
 	Expect(err).NotTo(HaveOccurred())
-})
+}
 
 var _ = AfterSuite(func() {
 	if srv != nil {

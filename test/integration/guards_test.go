@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"errors"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+// invalid asserts err is the 422 Invalid the guards return, with a cause on the
+// given field whose message contains msg.
+func invalid(err error, fieldPath, msg string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred())
+	var se *apierrors.StatusError
+	Expect(errors.As(err, &se)).To(BeTrue(), "not a StatusError: %v", err)
+	Expect(se.ErrStatus.Code).To(BeEquivalentTo(422), se.ErrStatus.Message)
+	Expect(se.ErrStatus.Reason).To(Equal(metav1.StatusReasonInvalid))
+	Expect(se.ErrStatus.Details).NotTo(BeNil())
+	Expect(se.ErrStatus.Details.Causes).To(ContainElement(And(
+		HaveField("Type", metav1.CauseType("FieldValueForbidden")),
+		HaveField("Field", fieldPath),
+		HaveField("Message", ContainSubstring(msg)),
+	)))
+}
+
+func ensureNamespace(name string) {
+	err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+func kueueDeployment(namespace, name string) *unstructured.Unstructured {
+	GinkgoHelper()
+	dep, err := testenv.KueueControllerDeployment("kueue", namespace)
+	Expect(err).NotTo(HaveOccurred())
+	dep.SetName(name)
+	return dep
+}
+
+// ensureAllowedKueue creates the allowed Kueue controller in kueue-system, as
+// Kueue's chart renders it, unless it is there already.
+func ensureAllowedKueue() *unstructured.Unstructured {
+	GinkgoHelper()
+	ensureNamespace("kueue-system")
+	dep := kueueDeployment("kueue-system", "kueue-controller-manager")
+	if err := k8sClient.Create(ctx, dep); apierrors.IsAlreadyExists(err) {
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(dep), dep)).To(Succeed())
+	} else {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return dep
+}
+
+const queueField = "metadata.labels[kueue.x-k8s.io/queue-name]"
+
+var _ = Describe("guardrails under the managed profile", func() {
+	var ns string
+	BeforeEach(func() {
+		ns = namespace(nil, nil)
+		localQueue(ns, "q")
+	})
+
+	DescribeTable("unsupported integrations are rejected with a message",
+		func(build builder, kind, instead string) {
+			err := k8sClient.Create(ctx, build(ns, "w").Queue("q").Obj())
+			invalid(err, queueField, kind)
+			invalid(err, queueField, "is not supported by the managed Kueue install: Kueue will not manage it, so it would run outside quota")
+			invalid(err, queueField, "use "+instead+" instead")
+		},
+		Entry("AppWrapper", fixtures.AppWrapper, "AppWrapper (workload.codeflare.dev/appwrapper)", "JobSet (jobset.x-k8s.io/v1alpha2)"),
+		Entry("LeaderWorkerSet", fixtures.LeaderWorkerSet, "LeaderWorkerSet", "JobSet (jobset.x-k8s.io/v1alpha2)"),
+		Entry("PyTorchJob", fixtures.PyTorchJob, "PyTorchJob (kubeflow.org/pytorchjob)", "TrainJob (trainer.kubeflow.org/v1alpha1)"),
+	)
+
+	DescribeTable("supported integrations are admitted", func(build builder) {
+		Expect(k8sClient.Create(ctx, build(ns, "w").Queue("q").Obj())).To(Succeed())
+	},
+		Entry("JobSet", fixtures.JobSet),
+		Entry("RayJob", fixtures.RayJob),
+		Entry("MPIJob", fixtures.MPIJob),
+		Entry("TrainJob", fixtures.TrainJob),
+	)
+
+	It("lets unsupported kinds without a queue through: they are not Kueue workloads", func() {
+		Expect(k8sClient.Create(ctx, fixtures.AppWrapper(ns, "plain").Obj())).To(Succeed())
+	})
+
+	It("prints a readable error from kubectl apply", func() {
+		manifest, err := yaml.Marshal(fixtures.AppWrapper(ns, "aw").Queue("q").Obj().Object)
+		Expect(err).NotTo(HaveOccurred())
+		_, stderr, err := env.Kubectl(manifest, "apply", "-f", "-")
+		Expect(err).To(HaveOccurred())
+		Expect(stderr).To(ContainSubstring(`The AppWrapper "aw" is invalid: ` +
+			`metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: [unsupported-integration] AppWrapper`))
+	})
+
+	It("denies moving a running Job to another queue, allows it once suspended", func() {
+		localQueue(ns, "other")
+		job := fixtures.Job(ns, "running").Queue("q").Obj()
+		Expect(k8sClient.Create(ctx, job)).To(Succeed())
+		job.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "other"})
+		invalid(k8sClient.Update(ctx, job), queueField, `kueue.x-k8s.io/queue-name cannot be changed from "q" to "other"`)
+
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		Expect(unstructured.SetNestedField(job.Object, true, "spec", "suspend")).To(Succeed())
+		job.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "other"})
+		Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	})
+
+	It("warns about a queue that does not exist", func() {
+		c, warnings := clientWithWarnings()
+		Expect(c.Create(ctx, fixtures.Job(ns, "lost").Queue("nope").Obj())).To(Succeed())
+		Expect(warnings.all()).To(ContainSubstring(`LocalQueue "nope" not found in namespace`))
+	})
+
+	Describe("the Kueue singleton", func() {
+		It("admits the allowed controller as Kueue's chart renders it, its updates and scaling", func() {
+			dep := ensureAllowedKueue()
+			Expect(unstructured.SetNestedField(dep.Object, int64(3), "spec", "replicas")).To(Succeed())
+			Expect(k8sClient.Update(ctx, dep)).To(Succeed())
+			dep.SetAnnotations(map[string]string{"rollout": time.Now().String()})
+			Expect(k8sClient.Update(ctx, dep)).To(Succeed())
+		})
+
+		It("rejects Kueue's chart Deployment applied to a second namespace", func() {
+			ensureNamespace("kueue-second")
+			err := k8sClient.Create(ctx, kueueDeployment("kueue-second", "kueue-controller-manager"))
+			invalid(err, "spec.template.spec.containers[0].image",
+				"Deployment kueue-second/kueue-controller-manager would run a second Kueue controller manager")
+			invalid(err, "spec.template.spec.containers[0].image",
+				"the managed Kueue install (Deployment kueue-system/kueue-controller-manager) owns this cluster")
+		})
+
+		It("rejects a renamed copy: other name, other namespace, same image and arguments", func() {
+			ensureNamespace("batch-tools")
+			dep := kueueDeployment("batch-tools", "job-scheduler")
+			labels := map[string]any{"app": "job-scheduler"}
+			Expect(unstructured.SetNestedMap(dep.Object, labels, "spec", "selector", "matchLabels")).To(Succeed())
+			Expect(unstructured.SetNestedMap(dep.Object, labels, "spec", "template", "metadata", "labels")).To(Succeed())
+			dep.SetLabels(nil)
+			invalid(k8sClient.Create(ctx, dep), "spec.template.spec.containers[0].image", "would run a second Kueue controller manager")
+		})
+	})
+})
+
+var _ = Describe("guardrails under the oss profile", Ordered, func() {
+	var ns string
+	cm := &corev1.ConfigMap{}
+
+	BeforeAll(func() {
+		ensureAllowedKueue()
+		cfg := suiteConfig()
+		cfg.InstallProfile = config.ProfileOSS
+		cfg.Controllers.Allowed = nil
+		Expect(cfg.Validate()).To(BeEmpty())
+		startServer(cfg)
+		DeferCleanup(func() { startServer(suiteConfig()) })
+
+		objs, err := testenv.RenderKueueChart("kueue", "kueue-system", nil)
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			if o.GetKind() == "ConfigMap" && o.GetName() == cluster.KueueDefaultConfigMapName {
+				Expect(runtimeConvert(o, cm)).To(Succeed())
+			}
+		}
+		Expect(cm.Data).To(HaveKey(cluster.KueueConfigKey), "Kueue's chart renders its manager ConfigMap")
+		cm.Data[cluster.KueueConfigKey] = setFrameworks(cm.Data[cluster.KueueConfigKey], "batch/job")
+		cm.ResourceVersion = ""
+		if err := k8sClient.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
+			Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+		} else {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		ns = namespace(nil, nil)
+		localQueue(ns, "q")
+	})
+
+	It("rejects a labeled JobSet while Kueue enables only batch/job", func() {
+		Eventually(func(g Gomega) {
+			err := k8sClient.Create(ctx, fixtures.JobSet(ns, "js").Queue("q").Obj(), client.DryRunAll)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(err.Error()).To(ContainSubstring("JobSet (jobset.x-k8s.io/jobset) is not enabled in Kueue's integrations.frameworks"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("admits it once Kueue's ConfigMap enables jobset.x-k8s.io/jobset, without a restart", func() {
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+		cm.Data[cluster.KueueConfigKey] = setFrameworks(cm.Data[cluster.KueueConfigKey], "batch/job", "jobset.x-k8s.io/jobset")
+		Expect(k8sClient.Update(ctx, cm)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fixtures.JobSet(ns, "js").Queue("q").Obj())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("lets the first Kueue controller win and rejects another", func() {
+		ensureNamespace("kueue-late")
+		err := k8sClient.Create(ctx, kueueDeployment("kueue-late", "kueue-controller-manager"))
+		invalid(err, "spec.template.spec.containers[0].image",
+			"Deployment kueue-system/kueue-controller-manager already runs Kueue in this cluster")
+	})
+})

@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+// installShippedPolicies copies the repository's shipped policies and data (not
+// their tests) into the watched directory, as a ConfigMap mount would.
+func installShippedPolicies() {
+	GinkgoHelper()
+	src := filepath.Join(testenv.RepoRoot(), "policies")
+	entries, err := os.ReadDir(src)
+	Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, "_test.rego") || !(strings.HasSuffix(name, ".rego") || name == "data.yaml") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(src, name))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(filepath.Join(policyDir, name), data, 0o644)).To(Succeed())
+	}
+}
+
+func metric(name string) float64 {
+	GinkgoHelper()
+	resp, err := http.Get("http://" + srv.MetricAddr + "/metrics")
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	var total float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			var v float64
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			total += v
+		}
+	}
+	return total
+}
+
+func gpuJob(ns, name string, pods, gpusPerPod int64) *fixtures.Object {
+	o := fixtures.Job(ns, name).Queue("lq").Parallelism(pods).Requests("nvidia.com/gpu", fmt.Sprint(gpusPerPod))
+	return &o
+}
+
+var _ = Describe("quota policies as code", Ordered, func() {
+	const fitsField = "metadata"
+	var ns string
+
+	BeforeAll(func() {
+		installShippedPolicies()
+		DeferCleanup(func() {
+			entries, _ := os.ReadDir(policyDir)
+			for _, e := range entries {
+				Expect(os.Remove(filepath.Join(policyDir, e.Name()))).To(Succeed())
+			}
+		})
+		cq := &kueue.ClusterQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: "cq"},
+			Spec: kueue.ClusterQueueSpec{
+				CohortName: "research",
+				ResourceGroups: []kueue.ResourceGroup{{
+					CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+					Flavors: []kueue.FlavorQuotas{{Name: "default-flavor", Resources: []kueue.ResourceQuota{
+						{Name: "cpu", NominalQuota: resource.MustParse("100")},
+						{Name: "memory", NominalQuota: resource.MustParse("200Gi")},
+						{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("4"), BorrowingLimit: ptr.To(resource.MustParse("4"))},
+					}}},
+				}},
+			},
+		}
+		Expect(k8sClient.Create(ctx, cq)).To(Succeed())
+		ns = namespace(map[string]string{"kueue-guard.io/max-gpus": "16"}, nil)
+		lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lq"},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
+		Expect(k8sClient.Create(ctx, lq)).To(Succeed())
+		// Wait until the engine serves the shipped set and the cache has the queues.
+		Eventually(func(g Gomega) {
+			err := k8sClient.Create(ctx, gpuJob(ns, "probe", 5, 2).Obj(), client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("[kueue_guard.fits_cluster_queue]")))
+		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	})
+
+	It("rejects a job that can never fit its ClusterQueue, naming 10 requested vs 8 possible", func() {
+		err := k8sClient.Create(ctx, gpuJob(ns, "too-big", 5, 2).Obj())
+		invalid(err, fitsField, `[kueue_guard.fits_cluster_queue] requests 10 nvidia.com/gpu but ClusterQueue "cq" `+
+			`can provide at most 8 (nominal 4 + borrowing limit 4)`)
+	})
+
+	It("admits an 8-GPU job, and warns when the queue's usage leaves less free", func() {
+		c, warnings := clientWithWarnings()
+		Expect(c.Create(ctx, gpuJob(ns, "fits", 4, 2).Obj())).To(Succeed())
+		Expect(warnings.all()).NotTo(ContainSubstring("free now"))
+
+		cq := &kueue.ClusterQueue{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "cq"}, cq)).To(Succeed())
+		cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: "default-flavor", Resources: []kueue.ResourceUsage{
+			{Name: "nvidia.com/gpu", Total: resource.MustParse("3")}}}}
+		Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			c, warnings := clientWithWarnings()
+			g.Expect(c.Create(ctx, gpuJob(ns, "fits-later", 4, 2).Obj(), client.DryRunAll)).To(Succeed())
+			g.Expect(warnings.all()).To(ContainSubstring(
+				`[kueue_guard.fits_cluster_queue] requests 8 nvidia.com/gpu but ClusterQueue "cq" has 5 free now: it may wait for quota`))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("keeps serving the last good set when a broken policy is written, and picks up the fix without restart", func() {
+		loadErrors := metric("kueue_guard_policy_set_load_errors_total")
+		broken := filepath.Join(policyDir, "team-rule.rego")
+		Expect(os.WriteFile(broken, []byte("package team.rule\n\ndeny contains msg if {\n\tmsg := \n}\n"), 0o644)).To(Succeed())
+		Eventually(func() float64 { return metric("kueue_guard_policy_set_load_errors_total") }).
+			WithTimeout(15*time.Second).Should(BeNumerically(">", loadErrors), "the broken set is reported")
+		invalid(k8sClient.Create(ctx, gpuJob(ns, "still-too-big", 5, 2).Obj()), fitsField,
+			"[kueue_guard.fits_cluster_queue]")
+
+		fixed := "package team.rule\n\n# METADATA\n# title: no nightly jobs in ml\ndeny contains {\"msg\": \"nightly jobs are not allowed here\", " +
+			"\"field\": \"metadata.labels.schedule\"} if {\n\tinput.object.metadata.labels.schedule == \"nightly\"\n}\n"
+		Expect(os.WriteFile(broken, []byte(fixed), 0o644)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Create(ctx, fixtures.Job(ns, "nightly").Queue("lq").Label("schedule", "nightly").Obj(), client.DryRunAll)
+		}).WithTimeout(15 * time.Second).Should(MatchError(ContainSubstring("[team.rule] nightly jobs are not allowed here")))
+	})
+
+	It("reports the policy a denial comes from and its field", func() {
+		err := k8sClient.Create(ctx, fixtures.Job(ns, "n2").Queue("lq").Label("schedule", "nightly").Obj())
+		invalid(err, "metadata.labels.schedule", "[team.rule] nightly jobs are not allowed here")
+	})
+})
