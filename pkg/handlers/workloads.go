@@ -30,12 +30,23 @@ const (
 // runFunc is one of the pipeline's two paths.
 type runFunc func(ctx context.Context, req *guard.Request, view cluster.View) (*guard.Decision, error)
 
+// Observer sees every request a handler answered, with its response; tests use
+// it to compare the webhook's answers with the offline reviewer's.
+type Observer func(webhook string, req admission.Request, resp admission.Response)
+
 // Handler serves one webhook path by running one path of the pipeline.
 type Handler struct {
-	name    string
-	run     runFunc
-	view    cluster.View
-	metrics *Metrics
+	name     string
+	run      runFunc
+	view     cluster.View
+	metrics  *Metrics
+	observer Observer
+}
+
+// WithObserver returns the handler with an observer set.
+func (h *Handler) WithObserver(o Observer) *Handler {
+	h.observer = o
+	return h
 }
 
 var _ admission.Handler = (*Handler)(nil)
@@ -71,6 +82,9 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		if h.metrics != nil {
 			h.metrics.Requests.WithLabelValues(h.name, string(ar.Operation), decision).Inc()
 			h.metrics.Latency.WithLabelValues(h.name, decision).Observe(time.Since(start).Seconds())
+		}
+		if h.observer != nil {
+			h.observer(h.name, ar, resp)
 		}
 	}()
 

@@ -54,6 +54,8 @@ type Options struct {
 	WebhookServiceName          string
 	MutatingConfigurationName   string
 	ValidatingConfigurationName string
+	// Observer, when set, sees every answered admission request (tests).
+	Observer handlers.Observer
 }
 
 // Scheme holds the types the server reads: the built-in ones and Kueue's.
@@ -129,9 +131,13 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	hooks := mgr.GetWebhookServer()
-	hooks.Register(handlers.MutateWorkloadsPath, &webhook.Admission{Handler: handlers.NewMutatingWorkloads(pipeline, view, metrics)})
-	hooks.Register(handlers.ValidateWorkloadsPath, &webhook.Admission{Handler: handlers.NewValidatingWorkloads(pipeline, view, metrics)})
-	hooks.Register(handlers.ValidateKueueControllersPath, &webhook.Admission{Handler: handlers.NewValidatingControllers(pipeline, view, metrics)})
+	for path, h := range map[string]*handlers.Handler{
+		handlers.MutateWorkloadsPath:          handlers.NewMutatingWorkloads(pipeline, view, metrics),
+		handlers.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
+		handlers.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
+	} {
+		hooks.Register(path, &webhook.Admission{Handler: h.WithObserver(o.Observer)})
+	}
 
 	s := &Server{mgr: mgr}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
@@ -131,6 +132,11 @@ type Server struct {
 // the control plane, on envtest's local serving port and certificate, and waits
 // until /readyz passes. restCfg lets a test wrap the transport.
 func (e *Env) StartServer(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration) (*Server, error) {
+	return e.StartServerWith(ctx, restCfg, cfg, nil)
+}
+
+// StartServerWith is StartServer with an observer of every admission answer.
+func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration, observer handlers.Observer) (*Server, error) {
 	probe, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -152,6 +158,7 @@ func (e *Env) StartServer(ctx context.Context, restCfg *rest.Config, cfg *config
 		HealthProbeBindAddress: probe,
 		ShutdownTimeout:        10 * time.Second,
 		Logger:                 log.FromContext(ctx),
+		Observer:               observer,
 	})
 	if err != nil {
 		return nil, err
