@@ -1,0 +1,98 @@
+package admission_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+// benchView is a namespace with a default queue, its LocalQueue and a GPU
+// ClusterQueue: every step has something to look at.
+func benchView(b *testing.B) cluster.View {
+	b.Helper()
+	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: kueue.ClusterQueueSpec{
+		CohortName: "research",
+		ResourceGroups: []kueue.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+			Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
+				{Name: "cpu", NominalQuota: resource.MustParse("100")},
+				{Name: "memory", NominalQuota: resource.MustParse("100Gi")},
+				{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("8"))},
+			}}},
+		}},
+	}}
+	q := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
+	v, err := cluster.NewSnapshot(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
+		q, cq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+func benchPipeline(b *testing.B, withPolicies bool) *guard.Pipeline {
+	b.Helper()
+	cfg := config.Default()
+	var steps []guard.Step
+	if withPolicies {
+		eng, err := policies.NewEngine(policies.Options{Directory: filepath.Join("..", "..", "policies"), OnError: config.OnErrorDeny})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := eng.Load(); err != nil {
+			b.Fatal(err)
+		}
+		steps = append(steps, policies.NewStep(eng))
+	}
+	p, err := guard.Build(cfg, "kueue-guard-system", steps...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkWorkload measures one request's whole pipeline as the API server runs
+// it (mutate, then validate the mutated object): what the offline reviewer does
+// per object and what a CREATE costs the webhook, HTTP aside.
+func BenchmarkWorkload(b *testing.B) {
+	objects := map[string]*unstructured.Unstructured{
+		"Job":    fixtures.Job("ml", "j").Parallelism(4).Requests("nvidia.com/gpu", "2").Obj(),
+		"JobSet": fixtures.JobSet("ml", "js").Requests("nvidia.com/gpu", "1").Obj(),
+	}
+	for _, withPolicies := range []bool{false, true} {
+		p := benchPipeline(b, withPolicies)
+		v := benchView(b)
+		for kind, obj := range objects {
+			name := kind + "/guards"
+			if withPolicies {
+				name = kind + "/guards+shipped-policies"
+			}
+			b.Run(name, func(b *testing.B) {
+				req := &guard.Request{Operation: admissionv1.Create, Kind: obj.GroupVersionKind(), Namespace: "ml",
+					Name: obj.GetName(), Object: obj}
+				b.ReportAllocs()
+				for b.Loop() {
+					d, err := p.Workload(context.Background(), req, v)
+					if err != nil || !d.Allowed() {
+						b.Fatalf("unexpected decision: %v %+v", err, d)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+func request(op admissionv1.Operation, kind metav1.GroupVersionKind, raw []byte) admission.Request {
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "uid-1", Operation: op, Kind: kind, Namespace: "a", Name: "w",
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+}
+
+var jobKind = metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
+
+var _ = Describe("the workload handlers", func() {
+	var (
+		view     cluster.View
+		pipeline *guard.Pipeline
+		metrics  *handlers.Metrics
+		seen     []string
+	)
+	BeforeEach(func() {
+		var err error
+		view, err = cluster.NewSnapshot(
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
+			&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "q"}})
+		Expect(err).NotTo(HaveOccurred())
+		pipeline, err = guard.Build(config.Default(), "kueue-guard-system")
+		Expect(err).NotTo(HaveOccurred())
+		metrics, err = handlers.NewMetrics(prometheus.NewRegistry())
+		Expect(err).NotTo(HaveOccurred())
+		seen = nil
+	})
+	observe := func(webhook string, _ admission.Request, resp admission.Response) {
+		seen = append(seen, webhook)
+	}
+
+	It("answers a CREATE with a JSON patch that sets the queue", func() {
+		raw, _ := json.Marshal(fixtures.Job("a", "w").Obj().Object)
+		resp := handlers.NewMutatingWorkloads(pipeline, view, metrics).WithObserver(observe).
+			Handle(context.Background(), request(admissionv1.Create, jobKind, raw))
+		Expect(resp.Allowed).To(BeTrue())
+		Expect(resp.Patches).To(ContainElement(HaveField("Path", "/metadata/labels")))
+		Expect(seen).To(Equal([]string{"mutate-workloads"}))
+	})
+
+	It("denies with a 422 Invalid whose causes carry field and [rule] message", func() {
+		raw, _ := json.Marshal(fixtures.AppWrapper("a", "w").Queue("q").Obj().Object)
+		resp := handlers.NewValidatingWorkloads(pipeline, view, metrics).Handle(context.Background(),
+			request(admissionv1.Create, metav1.GroupVersionKind{Group: "workload.codeflare.dev", Version: "v1beta2", Kind: "AppWrapper"}, raw))
+		Expect(resp.Allowed).To(BeFalse())
+		Expect(resp.Result.Code).To(BeEquivalentTo(422))
+		Expect(resp.Result.Reason).To(Equal(metav1.StatusReasonInvalid))
+		Expect(resp.Result.Details.Causes).To(ConsistOf(And(
+			HaveField("Type", metav1.CauseType("FieldValueForbidden")),
+			HaveField("Field", "metadata.labels[kueue.x-k8s.io/queue-name]"),
+			HaveField("Message", ContainSubstring("[unsupported-integration] AppWrapper")),
+		)))
+	})
+
+	DescribeTable("answers unreadable input with a 400 that says what is wrong, never a panic",
+		func(raw []byte, want string) {
+			resp := handlers.NewMutatingWorkloads(pipeline, view, metrics).Handle(context.Background(),
+				request(admissionv1.Create, jobKind, raw))
+			Expect(resp.Allowed).To(BeFalse())
+			Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusBadRequest))
+			Expect(resp.Result.Message).To(ContainSubstring(want))
+		},
+		Entry("no object", nil, "admission request has no object"),
+		Entry("not JSON", []byte("{not json"), "is not a valid Kubernetes object"),
+		Entry("no kind", []byte(`{"metadata":{"name":"x"}}`), "is not a valid Kubernetes object"),
+		Entry("a JSON array", []byte(`[1,2]`), "is not a valid Kubernetes object"),
+	)
+
+	It("answers an object with fields of the wrong type with an internal error, not a crash", func() {
+		resp := handlers.NewMutatingWorkloads(pipeline, view, metrics).Handle(context.Background(),
+			request(admissionv1.Create, jobKind, []byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"w","labels":"x"},"spec":[]}`)))
+		Expect(resp.Allowed).To(BeFalse())
+		Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusInternalServerError))
+		Expect(resp.Result.Message).To(ContainSubstring("internal error in queue-defaulting"))
+	})
+
+	It("lets DELETE through without reading an object", func() {
+		resp := handlers.NewValidatingWorkloads(pipeline, view, metrics).Handle(context.Background(),
+			request(admissionv1.Delete, jobKind, nil))
+		Expect(resp.Allowed).To(BeTrue())
+	})
+})
