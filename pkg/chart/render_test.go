@@ -99,6 +99,7 @@ var valueSets = map[string]string{
 var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true,
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }
 
 const (
@@ -181,6 +182,7 @@ var _ = Describe("default values", func() {
 			"Role/kueue-guard-kueue-config", "RoleBinding/kueue-guard-kueue-config",
 			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
 			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
+			"ValidatingAdmissionPolicy/kueue-guard-kueue-webhooks", "ValidatingAdmissionPolicyBinding/kueue-guard-kueue-webhooks",
 		))
 	})
 
