@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 )
 
 // Metrics are the webhook's Prometheus series. They are created per server (not as
@@ -32,30 +32,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"webhook", "rule", "enforcement"}),
 	}
 	var err error
-	if m.Requests, err = register(reg, m.Requests); err != nil {
+	if m.Requests, err = kgmetrics.Register(reg, m.Requests); err != nil {
 		return nil, err
 	}
-	if m.Latency, err = register(reg, m.Latency); err != nil {
+	if m.Latency, err = kgmetrics.Register(reg, m.Latency); err != nil {
 		return nil, err
 	}
-	if m.Violations, err = register(reg, m.Violations); err != nil {
+	if m.Violations, err = kgmetrics.Register(reg, m.Violations); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under the
-// same name, so that a process that builds a second server (tests, a restart in
-// place) shares the series instead of failing.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }

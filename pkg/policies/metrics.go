@@ -1,9 +1,9 @@
 package policies
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 )
 
 // Reasons an evaluation failed, as the "reason" label of the engine error counter.
@@ -74,38 +74,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.Violations, err = register(reg, m.Violations); err != nil {
+	if m.Violations, err = kgmetrics.Register(reg, m.Violations); err != nil {
 		return nil, err
 	}
-	if m.Duration, err = register(reg, m.Duration); err != nil {
+	if m.Duration, err = kgmetrics.Register(reg, m.Duration); err != nil {
 		return nil, err
 	}
-	if m.Errors, err = register(reg, m.Errors); err != nil {
+	if m.Errors, err = kgmetrics.Register(reg, m.Errors); err != nil {
 		return nil, err
 	}
-	if m.Loads, err = register(reg, m.Loads); err != nil {
+	if m.Loads, err = kgmetrics.Register(reg, m.Loads); err != nil {
 		return nil, err
 	}
-	if m.LoadErrors, err = register(reg, m.LoadErrors); err != nil {
+	if m.LoadErrors, err = kgmetrics.Register(reg, m.LoadErrors); err != nil {
 		return nil, err
 	}
-	if m.Policies, err = register(reg, m.Policies); err != nil {
+	if m.Policies, err = kgmetrics.Register(reg, m.Policies); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under the
-// same name.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
