@@ -39,14 +39,15 @@ func main() {
 	workers := flag.Int("concurrency", 8, "concurrent workers")
 	duration := flag.Duration("duration", 60*time.Second, "stop after this long")
 	namespace := flag.String("namespace", "team-a", "namespace of the generated workloads")
+	queue := flag.String("queue", "team-a-queue", "queue the validating requests carry, as after defaulting")
 	flag.Parse()
-	if err := run(*addr, *namespace, *requests, *workers, *duration); err != nil {
+	if err := run(*addr, *namespace, *queue, *requests, *workers, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
 		os.Exit(2)
 	}
 }
 
-func run(addr, namespace string, requests, workers int, duration time.Duration) error {
+func run(addr, namespace, queue string, requests, workers int, duration time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--addr: %w", err)
@@ -60,9 +61,14 @@ func run(addr, namespace string, requests, workers int, duration time.Duration) 
 		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec
 		MaxIdleConnsPerHost: workers,
 	}}
-	job := fixtures.Job(namespace, "load").Parallelism(4).Obj()
+	// The mutating path sees the Job as the user wrote it; the validating path
+	// sees it after defaulting, with its queue, so the policies run too.
+	objects := map[string]*fixtures.Object{}
+	fresh := fixtures.Job(namespace, "load").Parallelism(4)
+	queued := fixtures.Job(namespace, "load").Parallelism(4).Queue(queue)
+	objects[handlers.MutateWorkloadsPath], objects[handlers.ValidateWorkloadsPath] = &fresh, &queued
 	for _, path := range []string{handlers.MutateWorkloadsPath, handlers.ValidateWorkloadsPath} {
-		raw, err := json.Marshal(job.Object)
+		raw, err := json.Marshal(objects[path].Object)
 		if err != nil {
 			return err
 		}
