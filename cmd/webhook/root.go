@@ -38,7 +38,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newServeCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newReviewCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 

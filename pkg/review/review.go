@@ -1,0 +1,596 @@
+// Package review is `kueue-guard review`, the offline policy-as-code reviewer: it
+// reads manifests (files, directories, stdin; multi-document YAML, JSON, Lists,
+// `helm template` and `kustomize build` output), builds the cluster state they
+// would be applied to, runs every object through the same admission pipeline as
+// the webhook (admission.Build: queue defaulting, integration guard, queue
+// checks, controller guard, Rego policies) as a CREATE by a given user, and
+// renders the result as text, JSON, JUnit or SARIF.
+//
+// The pipeline is the webhook's, unchanged; what the review adds is honesty about
+// what it does not know. Without a cluster state, a LocalQueue the manifests do
+// not define is "unknown", never "missing": the review says so in a note instead
+// of warning or denying about it.
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// DefaultNamespace is where namespaced objects without metadata.namespace go,
+// as with kubectl's default context.
+const DefaultNamespace = "default"
+
+// AuthenticatedGroup is the group the API server gives every authenticated user;
+// the reviewer's user always has it, as a real requester would.
+const AuthenticatedGroup = "system:authenticated"
+
+// Options configure a review.
+type Options struct {
+	// Config is the kueue-guard configuration the webhook runs with; nil means
+	// config.Default().
+	Config *config.Configuration
+	// ConfigFile names the configuration in reports ("" for the defaults).
+	ConfigFile string
+	// PolicyDir is the Rego policy directory; "" runs no policies.
+	PolicyDir string
+	// State is the cluster the manifests are applied to; nil means none (queue
+	// checks then say "unknown"). The review adds the manifests' own Namespaces
+	// and queues to it.
+	State *State
+	// User is who creates the objects. AuthenticatedGroup is added when missing.
+	User authenticationv1.UserInfo
+	// DefaultNamespace is the namespace of namespaced objects that name none;
+	// "" means DefaultNamespace.
+	DefaultNamespace string
+	// OwnNamespace is kueue-guard's own namespace, exempt as in the server.
+	OwnNamespace string
+	// Explain adds each workload's placement to the report.
+	Explain bool
+	// Mutated adds each object with its patch applied to the report.
+	Mutated bool
+}
+
+// SetupError is a review that could not start: a configuration or policy
+// directory that does not load. The CLI exits with ExitInputError.
+type SetupError struct {
+	// Err names the file (and line) that did not load.
+	Err error
+}
+
+// Error implements error.
+func (e *SetupError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// reviewer holds one review's pipeline and state.
+type reviewer struct {
+	opts     Options
+	cfg      *config.Configuration
+	state    *State
+	pipeline *admission.Pipeline
+	policies map[string]*policies.Policy
+	user     authenticationv1.UserInfo
+	ns       string
+}
+
+// Review runs the pipeline on every manifest and returns the report. readErrs
+// are the errors met while reading the manifests; they are part of the report and
+// make its exit code ExitInputError. The only error returned is a *SetupError.
+func Review(ctx context.Context, o Options, manifests []*Manifest, readErrs []*InputError) (*Report, error) {
+	r := &reviewer{opts: o, cfg: o.Config, state: o.State, ns: o.DefaultNamespace}
+	if r.cfg == nil {
+		r.cfg = config.Default()
+	}
+	if r.state == nil {
+		r.state = NewState(r.cfg.KueueNamespace)
+	}
+	if r.ns == "" {
+		r.ns = DefaultNamespace
+	}
+	r.user = *o.User.DeepCopy()
+	if !slices.Contains(r.user.Groups, AuthenticatedGroup) {
+		r.user.Groups = append(r.user.Groups, AuthenticatedGroup)
+	}
+
+	report := &Report{APIVersion: ReportAPIVersion, Kind: ReportKind, Notes: []string{}, Errors: []*InputError{},
+		Objects: []*Object{}, rules: map[string]RuleInfo{}}
+	report.Errors = append(report.Errors, readErrs...)
+
+	// Objects of the manifests that are cluster state join it before anything is
+	// reviewed: a pull request adding a namespace and its jobs is one change.
+	objects := make([]*Object, len(manifests))
+	for i, m := range manifests {
+		objects[i] = newObject(m)
+		if !IsManifestStateKind(m.Object.GroupVersionKind().GroupKind()) {
+			continue
+		}
+		o := objects[i]
+		o.Status = StatusClusterState
+		o.Reason = "added to the cluster state the other objects are reviewed against"
+		note, err := r.state.addFromManifest(m.Object)
+		switch {
+		case err != nil:
+			o.Status, o.Reason = StatusError, err.Error()
+		case note != "":
+			o.Notes = append(o.Notes, note)
+		}
+	}
+	if err := r.build(); err != nil {
+		return nil, err
+	}
+	for i, m := range manifests {
+		if objects[i].Status == "" {
+			r.review(ctx, m, objects[i])
+		}
+		if r.opts.Mutated && objects[i].Mutated == nil && objects[i].Status != StatusError {
+			objects[i].Mutated = m.Object.Object
+		}
+		for _, f := range objects[i].Findings {
+			report.rules[f.Rule] = ruleInfo(f.Rule, r.policies)
+		}
+	}
+	report.Objects = objects
+	report.Notes = append(report.Notes, r.state.Notes...)
+	if !r.state.Known() {
+		report.Notes = append(report.Notes, "no cluster state (--cluster-state or --kubeconfig): Namespaces, LocalQueues and "+
+			"ClusterQueues that the manifests do not define are unknown; queue checks and explanations say so instead of guessing")
+	}
+	report.Context = r.context()
+	report.files = filesOf(manifests, readErrs)
+	report.finish()
+	return report, nil
+}
+
+// build composes the webhook's pipeline for this review.
+func (r *reviewer) build() error {
+	// A shallow copy: the pipeline only reads the configuration, and only a
+	// value field changes.
+	copied := *r.cfg
+	cfg := &copied
+	if !r.state.Known() && cfg.Defaulting.MissingLocalQueue == config.MissingLocalQueueDeny {
+		// Without cluster state a queue the manifests do not define is unknown,
+		// not missing: deny would reject every such workload (and stop the
+		// mutating path before the validating one). Warn keeps the pipeline going
+		// as if the queue existed; review() turns the warning into a note that
+		// names the configured action.
+		cfg.Defaulting.MissingLocalQueue = config.MissingLocalQueueWarn
+	}
+	var steps []admission.Step
+	r.policies = map[string]*policies.Policy{}
+	if r.opts.PolicyDir != "" {
+		engine, err := policies.NewEngine(policies.Options{Directory: r.opts.PolicyDir, OnError: cfg.Policies.OnError, Resync: -1})
+		if err != nil {
+			return &SetupError{Err: fmt.Errorf("policies: %w", err)}
+		}
+		if err := engine.Load(); err != nil {
+			return &SetupError{Err: fmt.Errorf("loading policies from %s: %w", r.opts.PolicyDir, err)}
+		}
+		for _, p := range engine.Policies() {
+			r.policies[p.ID] = p
+		}
+		steps = append(steps, policies.NewStep(engine))
+	}
+	p, err := admission.Build(cfg, r.opts.OwnNamespace, steps...)
+	if err != nil {
+		return &SetupError{Err: fmt.Errorf("configuration: %w", err)}
+	}
+	r.pipeline = p
+	return nil
+}
+
+func newObject(m *Manifest) *Object {
+	return &Object{Source: m.Source, APIVersion: m.Object.GetAPIVersion(), Kind: m.Object.GetKind(),
+		Namespace: m.Object.GetNamespace(), Name: objectName(m.Object), Checks: []string{}, Findings: []Finding{},
+		Warnings: []string{}, Patch: []jsonpatch.Operation{}, Notes: []string{}, manifest: m}
+}
+
+// objectName is the object's name, its generateName followed by "*", or "" for
+// an unnamed document (one the review skips).
+func objectName(obj *unstructured.Unstructured) string {
+	if n := obj.GetName(); n != "" {
+		return n
+	}
+	if g := obj.GetGenerateName(); g != "" {
+		return g + "*"
+	}
+	return ""
+}
+
+// request builds the CREATE request the API server would send for a manifest.
+func (r *reviewer) request(m *Manifest) (*admission.Request, error) {
+	obj := m.Object.DeepCopy()
+	gvk := obj.GroupVersionKind()
+	if obj.GetNamespace() == "" && isNamespaced(gvk.GroupKind()) {
+		// The API server puts the request's namespace into the object.
+		obj.SetNamespace(r.ns)
+	}
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the object: %w", err)
+	}
+	return &admission.Request{
+		Operation: admissionv1.Create,
+		Kind:      gvk,
+		Namespace: obj.GetNamespace(),
+		Name:      obj.GetName(),
+		UserInfo:  r.user,
+		Object:    obj,
+		Raw:       raw,
+	}, nil
+}
+
+// isNamespaced reports kinds the reviewer knows to be namespaced: every catalog
+// kind, the controller guard's kinds, LocalQueues and ConfigMaps. Other kinds keep
+// the namespace they have: a cluster-scoped object must not get one.
+func isNamespaced(gk schema.GroupKind) bool {
+	if _, ok := integrations.Lookup(gk); ok {
+		return true
+	}
+	if controllerKinds[gk] && !webhookConfigurationKinds[gk] {
+		return true
+	}
+	return gk == schema.GroupKind{Group: kueueGroup, Kind: "LocalQueue"} || gk == schema.GroupKind{Kind: "ConfigMap"}
+}
+
+// configurationKind is kueue-guard's configuration file, often kept beside the
+// manifests (examples/): the review names it rather than calling it unknown.
+var configurationKind = schema.GroupKind{Group: strings.Split(config.GroupVersion, "/")[0], Kind: config.Kind}
+
+// webhookConfigurationKinds are judged by the controller guard, but only
+// offline: the API server never sends them to admission webhooks.
+var webhookConfigurationKinds = map[schema.GroupKind]bool{
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+}
+
+// controllerKinds are the kinds the controller guard judges: the kinds of
+// webhookconfig.ControllerRules (a test checks they agree) and webhook
+// configurations.
+var controllerKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}:                                             true,
+	{Group: "apps", Kind: "StatefulSet"}:                                            true,
+	{Group: "apps", Kind: "DaemonSet"}:                                              true,
+	{Group: "apps", Kind: "ReplicaSet"}:                                             true,
+	{Group: "", Kind: "Pod"}:                                                        true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+}
+
+// review runs the pipeline on one object, as the API server would for a CREATE:
+// the mutating webhook, then both validating webhooks on the mutated object.
+func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
+	req, err := r.request(m)
+	if err != nil {
+		o.Status, o.Reason = StatusError, err.Error()
+		return
+	}
+	o.Namespace = req.Namespace
+	gk := req.Kind.GroupKind()
+	in, catalog := integrations.Lookup(gk)
+	controller := controllerKinds[gk]
+	exempt := req.Namespace != "" && r.cfg.IsExempt(req.Namespace, r.opts.OwnNamespace)
+
+	d := &admission.Decision{}
+	if catalog && !exempt {
+		o.Checks = append(o.Checks, CheckWorkload)
+		if d, err = r.pipeline.Workload(ctx, req, r.state.Snapshot); err != nil {
+			o.Status, o.Reason = StatusError, err.Error()
+			return
+		}
+	}
+	// The validating webhooks see the object as mutated.
+	final := req.Object
+	if d.Object != nil {
+		final = d.Object
+	}
+	// The API server calls both validating webhooks (in parallel) and rejects the
+	// request if either denies; the review reports both webhooks' findings. (It
+	// also runs the controller guard after a mutating denial, which the API
+	// server would not reach: a review lists everything wrong at once.)
+	validated := *req
+	validated.Object, validated.Raw = final, nil
+	c, err := r.pipeline.ValidateControllers(ctx, &validated, r.state.Snapshot)
+	if err != nil {
+		o.Status, o.Reason = StatusError, err.Error()
+		return
+	}
+	if controller && !(req.Namespace != "" && req.Namespace == r.opts.OwnNamespace) {
+		o.Checks = append(o.Checks, CheckControllers)
+	}
+	d.Violations = append(d.Violations, c.Violations...)
+	d.Warnings = append(d.Warnings, c.Warnings...)
+
+	if catalog && !exempt && !r.state.Known() {
+		r.unknownQueue(req, in, final, d, o)
+	}
+	for _, v := range d.Violations {
+		o.Findings = append(o.Findings, Finding{Rule: v.Rule, Enforcement: string(v.Enforcement), Field: v.Field,
+			Message: v.Message, Line: m.Line(v.Field)})
+	}
+	o.Warnings = append(o.Warnings, d.Warnings...)
+	o.Patch = append(o.Patch, sortedPatch(d.Patch)...)
+	if c := d.Defaulted; c != nil {
+		o.Defaulted = &Defaulted{LocalQueue: c.LocalQueue, PriorityClass: c.PriorityClass, Source: c.Source}
+	}
+	switch {
+	case len(o.Checks) == 0 && gk == configurationKind:
+		o.Status, o.Reason = StatusSkipped, "kueue-guard's own configuration, not a cluster object: pass it with --config"
+	case len(o.Checks) == 0 && exempt:
+		o.Status, o.Reason = StatusSkipped, fmt.Sprintf("namespace %q is exempt from kueue-guard", req.Namespace)
+	case len(o.Checks) == 0:
+		o.Status, o.Reason = StatusSkipped, "not a Kueue workload or controller kind: nothing checks it"
+	case d.Allowed():
+		o.Status = StatusAllowed
+	default:
+		o.Status = StatusDenied
+	}
+	if o.Status != StatusSkipped && catalog {
+		r.namespaceNote(req.Namespace, o)
+	}
+	if r.opts.Mutated {
+		mutated, err := applyPatch(m.Object, d.Patch)
+		if err != nil {
+			o.Notes = append(o.Notes, "cannot show the mutated object: "+err.Error())
+		} else {
+			o.Mutated = mutated
+		}
+	}
+	if r.opts.Explain && catalog && !exempt && o.Status != StatusError {
+		var choice *admission.QueueChoice
+		if d.Defaulted != nil {
+			choice = d.Defaulted
+		}
+		o.Placement = r.explain(ctx, final, in, req.Namespace, choice)
+	}
+}
+
+// unknownQueue applies what the review does not know, without cluster state, to
+// a workload's decision: a LocalQueue the manifests do not define may well exist,
+// so the missing-local-queue violation (and its warning) is replaced by a note
+// that says what the configured action would do if it did not.
+func (r *reviewer) unknownQueue(req *admission.Request, in *integrations.Integration, final *unstructured.Unstructured, d *admission.Decision, o *Object) {
+	queue := workload.QueueName(final, in)
+	if queue == "" {
+		if workload.IsTopLevel(final) {
+			o.Notes = append(o.Notes, fmt.Sprintf("queue unknown: no %s, and namespace %q's default queue (annotation %s, "+
+				"defaulting rules, Kueue's LocalQueue %q) is unknown without cluster state; without a queue, Kueue, "+
+				"the queue checks and the policies ignore this workload",
+				integrations.QueueNameLabel, req.Namespace, admission.DefaultQueueAnnotation, admission.KueueDefaultLocalQueue))
+		}
+		return
+	}
+	if _, ok := r.state.Snapshot.LocalQueue(req.Namespace, queue); ok {
+		return
+	}
+	var kept []admission.Violation
+	dropped := map[string]bool{}
+	for _, v := range d.Violations {
+		if v.Rule == admission.RuleMissingLocalQueue {
+			dropped[v.Message] = true
+			continue
+		}
+		kept = append(kept, v)
+	}
+	d.Violations = kept
+	var warnings []string
+	for _, w := range d.Warnings {
+		if !dropped[w] {
+			warnings = append(warnings, w)
+		}
+	}
+	d.Warnings = warnings
+	action := string(r.cfg.Defaulting.MissingLocalQueue)
+	o.Notes = append(o.Notes, fmt.Sprintf("LocalQueue %q in namespace %q is unknown without cluster state: if it does "+
+		"not exist, defaulting.missingLocalQueue=%s %s; the policies saw no LocalQueue or ClusterQueue",
+		queue, req.Namespace, action, missingActionEffect(action)))
+}
+
+func missingActionEffect(action string) string {
+	switch config.MissingLocalQueueAction(action) {
+	case config.MissingLocalQueueDeny:
+		return "denies the workload"
+	case config.MissingLocalQueueIgnore:
+		return "admits it silently (it stays pending)"
+	}
+	return "admits it with a warning (it stays pending)"
+}
+
+// namespaceNote says when the workload's namespace is not known.
+func (r *reviewer) namespaceNote(ns string, o *Object) {
+	if _, ok := r.state.Snapshot.Namespace(ns); ok {
+		return
+	}
+	if r.state.Known() {
+		o.Notes = append(o.Notes, fmt.Sprintf("namespace %q is not in the cluster state nor in the manifests: "+
+			"the API server rejects objects in a namespace that does not exist", ns))
+		return
+	}
+	o.Notes = append(o.Notes, fmt.Sprintf("namespace %q is unknown without cluster state: the policies saw none of its "+
+		"labels and annotations", ns))
+}
+
+// sortedPatch orders a patch by path when its operations are independent (no
+// path is a prefix of another), as the pipeline's are: they come from a diff of
+// maps, whose iteration order is random, and reports must be reproducible.
+func sortedPatch(patch []jsonpatch.Operation) []jsonpatch.Operation {
+	out := append([]jsonpatch.Operation(nil), patch...)
+	for i := range out {
+		for j := range out {
+			if i != j && strings.HasPrefix(out[j].Path, out[i].Path+"/") {
+				return out
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// applyPatch applies a JSON patch to the object as read.
+func applyPatch(obj *unstructured.Unstructured, patch []jsonpatch.Operation) (map[string]any, error) {
+	if len(patch) == 0 {
+		return obj.Object, nil
+	}
+	doc, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, err
+	}
+	pj, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatchapply.DecodePatch(pj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (r *reviewer) context() Context {
+	c := Context{ClusterState: r.state.Source, ClusterStateSource: r.state.Where, Config: r.opts.ConfigFile,
+		InstallProfile: string(r.cfg.InstallProfile), PolicyDirectory: r.opts.PolicyDir, Policies: sortedKeys(r.policies),
+		User: User{Username: r.user.Username, Groups: append([]string{}, r.user.Groups...)}}
+	return c
+}
+
+// filesOf lists the files read, in the order they were read.
+func filesOf(ms []*Manifest, errs []*InputError) []string {
+	seq := map[string]int{}
+	note := func(file string, n int) {
+		if cur, ok := seq[file]; !ok || n < cur {
+			seq[file] = n
+		}
+	}
+	for _, m := range ms {
+		note(m.Source.File, m.fileSeq)
+	}
+	for _, e := range errs {
+		note(e.File, e.fileSeq)
+	}
+	out := sortedKeys(seq)
+	sort.SliceStable(out, func(i, j int) bool { return seq[out[i]] < seq[out[j]] })
+	return out
+}
+
+// finish computes the summary, result and exit code.
+func (rep *Report) finish() {
+	s := Summary{Files: len(rep.files), Objects: len(rep.Objects), InputErrors: len(rep.Errors)}
+	for _, o := range rep.Objects {
+		switch o.Status {
+		case StatusAllowed:
+			s.Allowed++
+		case StatusDenied:
+			s.Denied++
+		case StatusError:
+			s.Errors++
+		case StatusSkipped:
+			s.Skipped++
+		case StatusClusterState:
+			s.ClusterState++
+		}
+		if len(o.Warnings) > 0 {
+			s.Warned++
+		}
+		if len(o.Patch) > 0 {
+			s.Patched++
+		}
+	}
+	rep.Summary = s
+	switch {
+	case s.InputErrors > 0 || s.Errors > 0:
+		rep.Result, rep.ExitCode = ResultError, ExitInputError
+	case s.Denied > 0:
+		rep.Result, rep.ExitCode = ResultDenied, ExitDenied
+	default:
+		rep.Result, rep.ExitCode = ResultAllowed, ExitAllowed
+	}
+}
+
+// Rules are the rules the report's findings refer to, sorted by id.
+func (rep *Report) Rules() []RuleInfo {
+	out := make([]RuleInfo, 0, len(rep.rules))
+	for _, id := range sortedKeys(rep.rules) {
+		out = append(out, rep.rules[id])
+	}
+	return out
+}
+
+// Files are the files the review read, in input order.
+func (rep *Report) Files() []string { return append([]string(nil), rep.files...) }
+
+// denials are an object's findings that deny it.
+func (o *Object) denials() []Finding {
+	var out []Finding
+	for _, f := range o.Findings {
+		if f.Enforcement == string(admission.EnforcementDeny) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// byFile groups objects by file, files in input order.
+func (rep *Report) byFile() ([]string, map[string][]*Object) {
+	groups := map[string][]*Object{}
+	for _, o := range rep.Objects {
+		groups[o.Source.File] = append(groups[o.Source.File], o)
+	}
+	files := rep.files
+	if files == nil {
+		for _, o := range rep.Objects {
+			if !slices.Contains(files, o.Source.File) {
+				files = append(files, o.Source.File)
+			}
+		}
+	}
+	return files, groups
+}
+
+// errorsOf are the input errors of one file, in order.
+func (rep *Report) errorsOf(file string) []*InputError {
+	var out []*InputError
+	for _, e := range rep.Errors {
+		if e.File == file {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Document < out[j].Document })
+	return out
+}
+
+// joinNonEmpty joins the non-empty parts.
+func joinNonEmpty(sep string, parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, sep)
+}
