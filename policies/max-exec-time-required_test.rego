@@ -9,7 +9,7 @@ inp(kind, labels) := {
 
 test_missing_label_warns if {
 	policy.warn == {{
-		"msg": "no kueue.x-k8s.io/max-exec-time-seconds label: set a time limit so an overrun frees its quota",
+		"msg": "no kueue.x-k8s.io/max-exec-time-seconds label: an overrun would hold its quota",
 		"field": `metadata.labels["kueue.x-k8s.io/max-exec-time-seconds"]`,
 	}} with input as inp("Job", {})
 }

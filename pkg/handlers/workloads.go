@@ -113,7 +113,13 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 	default:
 		decision = decisionAllowed
 	}
-	logger.V(2).Info("decided", "decision", d.Summary())
+	// Every denial or warning is logged with its request; plain admissions only
+	// at V(1), so that a busy cluster's log stays readable.
+	if decision == decisionDenied || len(d.Warnings) > 0 {
+		logger.Info("decided", "decision", d.Summary())
+	} else {
+		logger.V(1).Info("decided", "decision", d.Summary())
+	}
 	return resp
 }
 

@@ -140,7 +140,7 @@ var _ = Describe("The shipped policies", func() {
 		d := validate(engine, createRequest(j), gpuCluster("0"))
 		Expect(d.Allowed()).To(BeTrue())
 		Expect(d.Warnings).To(ConsistOf(
-			"[kueue_guard.max_exec_time_required] no kueue.x-k8s.io/max-exec-time-seconds label: set a time limit so an overrun frees its quota"))
+			"[kueue_guard.max_exec_time_required] no kueue.x-k8s.io/max-exec-time-seconds label: an overrun would hold its quota"))
 	})
 
 	It("deny a queue the namespace does not allow", func() {

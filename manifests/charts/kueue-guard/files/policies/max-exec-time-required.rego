@@ -13,5 +13,5 @@ import data.kueue_guard.lib
 warn contains {"msg": msg, "field": lib.label_field(lib.max_exec_time_label)} if {
 	lib.creating
 	not lib.labels[lib.max_exec_time_label]
-	msg := sprintf("no %s label: set a time limit so an overrun frees its quota", [lib.max_exec_time_label])
+	msg := sprintf("no %s label: an overrun would hold its quota", [lib.max_exec_time_label])
 }
