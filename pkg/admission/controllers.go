@@ -30,6 +30,32 @@ var webhookConfigurationKinds = map[schema.GroupKind]bool{
 	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
 }
 
+// ControllerKind is a kind that can run a Kueue controller manager, with the
+// resource its admission rule names.
+type ControllerKind struct {
+	GVK      schema.GroupVersionKind
+	Resource string
+}
+
+// controllerKinds is the one list of what the controller guard judges in the
+// cluster; the webhook's rules (and so the chart) and the reviewer read it.
+var controllerKinds = []ControllerKind{
+	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Resource: "deployments"},
+	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, Resource: "statefulsets"},
+	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, Resource: "daemonsets"},
+	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, Resource: "replicasets"},
+	{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: "pods"},
+}
+
+// ControllerKinds returns the kinds the controller guard judges in the cluster.
+// Callers must not modify the result.
+func ControllerKinds() []ControllerKind { return controllerKinds }
+
+// IsWebhookConfiguration reports the webhook configuration kinds, which the
+// controller guard judges too, but which the API server never sends to admission
+// webhooks: in a cluster the chart's ValidatingAdmissionPolicy judges them.
+func IsWebhookConfiguration(gk schema.GroupKind) bool { return webhookConfigurationKinds[gk] }
+
 // ControllerGuard keeps Kueue a cluster singleton: it denies a workload that runs a
 // second Kueue controller manager, and webhook configurations that would register
 // Kueue's webhooks for a second install.

@@ -245,7 +245,7 @@ func isNamespaced(gk schema.GroupKind) bool {
 	if _, ok := integrations.Lookup(gk); ok {
 		return true
 	}
-	if controllerKinds[gk] && !webhookConfigurationKinds[gk] {
+	if controllerKinds[gk] && !admission.IsWebhookConfiguration(gk) {
 		return true
 	}
 	return gk == schema.GroupKind{Group: kueueGroup, Kind: "LocalQueue"} || gk == schema.GroupKind{Kind: "ConfigMap"}
@@ -255,25 +255,19 @@ func isNamespaced(gk schema.GroupKind) bool {
 // manifests (examples/): the review names it rather than calling it unknown.
 var configurationKind = schema.GroupKind{Group: strings.Split(config.GroupVersion, "/")[0], Kind: config.Kind}
 
-// webhookConfigurationKinds are judged by the controller guard, but only
-// offline: the API server never sends them to admission webhooks.
-var webhookConfigurationKinds = map[schema.GroupKind]bool{
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
-}
-
-// controllerKinds are the kinds the controller guard judges: the kinds of
-// webhookconfig.ControllerRules (a test checks they agree) and webhook
-// configurations.
-var controllerKinds = map[schema.GroupKind]bool{
-	{Group: "apps", Kind: "Deployment"}:                                             true,
-	{Group: "apps", Kind: "StatefulSet"}:                                            true,
-	{Group: "apps", Kind: "DaemonSet"}:                                              true,
-	{Group: "apps", Kind: "ReplicaSet"}:                                             true,
-	{Group: "", Kind: "Pod"}:                                                        true,
-	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
-	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
-}
+// controllerKinds are the kinds the controller guard judges: those it is
+// registered for in a cluster, and webhook configurations, which a cluster
+// judges with the chart's ValidatingAdmissionPolicy and the review offline.
+var controllerKinds = func() map[schema.GroupKind]bool {
+	m := map[schema.GroupKind]bool{}
+	for _, k := range admission.ControllerKinds() {
+		m[k.GVK.GroupKind()] = true
+	}
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		m[schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: kind}] = true
+	}
+	return m
+}()
 
 // review runs the pipeline on one object, as the API server would for a CREATE:
 // the mutating webhook, then both validating webhooks on the mutated object.

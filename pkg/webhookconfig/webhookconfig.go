@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
@@ -119,14 +120,21 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 // runs only offline, in `kueue-guard review`.
 func ControllerRules() []admissionregistrationv1.RuleWithOperations {
 	ops := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-	rule := func(group, version string, scope admissionregistrationv1.ScopeType, resources ...string) admissionregistrationv1.RuleWithOperations {
-		return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Scope: ptr.To(scope)}}
+	var rules []admissionregistrationv1.RuleWithOperations
+	idx := map[string]int{}
+	for _, k := range admission.ControllerKinds() {
+		gv := k.GVK.GroupVersion().String()
+		i, ok := idx[gv]
+		if !ok {
+			i = len(rules)
+			idx[gv] = i
+			rules = append(rules, admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{k.GVK.Group}, APIVersions: []string{k.GVK.Version},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope)}})
+		}
+		rules[i].Resources = append(rules[i].Resources, k.Resource)
 	}
-	return []admissionregistrationv1.RuleWithOperations{
-		rule("apps", "v1", admissionregistrationv1.NamespacedScope, "deployments", "statefulsets", "daemonsets", "replicasets"),
-		rule("", "v1", admissionregistrationv1.NamespacedScope, "pods"),
-	}
+	return rules
 }
 
 // Validating is the validating configuration: the workload guards and policies,
