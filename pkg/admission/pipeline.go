@@ -11,6 +11,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // Exemptions decides which namespaces the pipeline never touches.
@@ -54,6 +55,12 @@ func (p *Pipeline) target(req *Request) (Target, bool) {
 	}
 	in, ok := integrations.Lookup(req.Kind.GroupKind())
 	if !ok {
+		return Target{}, false
+	}
+	// Parts of another workload (a Job's pods, a Deployment's ReplicaSet's pods,
+	// a JobSet's Jobs) are judged as that workload; policies and guards on each
+	// pod would block its controller. The webhooks' match conditions skip them too.
+	if !workload.IsTopLevel(req.Object) {
 		return Target{}, false
 	}
 	return Target{Integration: in}, true

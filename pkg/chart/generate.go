@@ -71,6 +71,9 @@ type GeneratedWebhook struct {
 	Path string `json:"path"`
 	// Rules are the kinds and operations the webhook is called for.
 	Rules []admissionregistrationv1.RuleWithOperations `json:"rules"`
+	// MatchConditions are the CEL conditions the API server checks before
+	// calling the webhook; values may add more.
+	MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions,omitempty"`
 }
 
 // GeneratedRBAC is files/rbac.yaml: the read-only rules the server needs,
@@ -87,7 +90,8 @@ type GeneratedRBAC struct {
 // from the Go configuration builders that the server's tests and `make run` use.
 func Webhooks() (map[string]GeneratedWebhook, error) {
 	out := map[string]GeneratedWebhook{}
-	add := func(name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations) error {
+	add := func(name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
+		conditions []admissionregistrationv1.MatchCondition) error {
 		key, ok := webhookKeys[name]
 		if !ok {
 			return fmt.Errorf("webhook %q of pkg/webhookconfig has no chart values key: add it to pkg/chart and the chart", name)
@@ -95,17 +99,17 @@ func Webhooks() (map[string]GeneratedWebhook, error) {
 		if cc.Service == nil || cc.Service.Path == nil {
 			return fmt.Errorf("webhook %q has no service path", name)
 		}
-		out[key] = GeneratedWebhook{Name: name, Path: *cc.Service.Path, Rules: rules}
+		out[key] = GeneratedWebhook{Name: name, Path: *cc.Service.Path, Rules: rules, MatchConditions: conditions}
 		return nil
 	}
 	o := webhookconfig.Options{ServiceNamespace: DefaultNamespace, ServiceName: "generate"}
 	for _, w := range webhookconfig.Mutating(o).Webhooks {
-		if err := add(w.Name, w.ClientConfig, w.Rules); err != nil {
+		if err := add(w.Name, w.ClientConfig, w.Rules, w.MatchConditions); err != nil {
 			return nil, err
 		}
 	}
 	for _, w := range webhookconfig.Validating(o).Webhooks {
-		if err := add(w.Name, w.ClientConfig, w.Rules); err != nil {
+		if err := add(w.Name, w.ClientConfig, w.Rules, w.MatchConditions); err != nil {
 			return nil, err
 		}
 	}

@@ -268,7 +268,11 @@ var _ = Describe("default values", func() {
 		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{ns}),
 			"the controller guard sees every namespace but its own, kube-system included")
 		Expect(mw.ObjectSelector).To(BeNil())
-		Expect(mw.MatchConditions).To(BeNil())
+		Expect(mw.MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.TopLevelCondition()}),
+			"only top-level workloads are sent (pkg/webhookconfig)")
+		Expect(v.Webhooks[0].MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.TopLevelCondition()}))
+		Expect(v.Webhooks[1].MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.MayRunKueueCondition()}),
+			"only objects that may run Kueue are sent to the controller guard")
 	})
 
 	It("wire cert-manager: self-signed Issuer → CA Certificate → CA Issuer → serving Certificate, injected into both configurations", func() {
@@ -571,16 +575,22 @@ var _ = Describe("custom selectors", func() {
 })
 
 var _ = Describe("matchConditions and objectSelector", func() {
-	It("are set per webhook when given, and absent otherwise", func() {
+	It("are added per webhook after the generated conditions when given", func() {
 		m, v, err := kg.WebhookConfigurations(values(conditionsAndObjectSelector))
 		Expect(err).NotTo(HaveOccurred())
+		names := func(cs []admissionregistrationv1.MatchCondition) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.Name)
+			}
+			return out
+		}
 		Expect(m.Webhooks[0].ObjectSelector.MatchExpressions[0].Key).To(Equal("kueue-guard.io/skip"))
-		Expect(m.Webhooks[0].MatchConditions).To(HaveLen(1))
-		Expect(m.Webhooks[0].MatchConditions[0].Name).To(Equal("not-node-users"))
+		Expect(names(m.Webhooks[0].MatchConditions)).To(Equal([]string{"top-level-workload", "not-node-users"}))
 		Expect(v.Webhooks[0].ObjectSelector.MatchLabels).To(Equal(map[string]string{"team": "ml"}))
-		Expect(v.Webhooks[0].MatchConditions[0].Name).To(Equal("not-gc"))
+		Expect(names(v.Webhooks[0].MatchConditions)).To(Equal([]string{"top-level-workload", "not-gc"}))
 		Expect(v.Webhooks[1].ObjectSelector).To(BeNil())
-		Expect(v.Webhooks[1].MatchConditions[0].Name).To(Equal("not-kueue-itself"))
+		Expect(names(v.Webhooks[1].MatchConditions)).To(Equal([]string{"may-run-kueue", "not-kueue-itself"}))
 	})
 })
 

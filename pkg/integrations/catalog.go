@@ -232,6 +232,22 @@ func IsManagedOwner(gk schema.GroupKind) bool {
 	return ok && i.Framework != ""
 }
 
+// ManagedOwnerKinds lists every kind IsManagedOwner accepts, sorted, so that the
+// webhook configurations can skip such children before calling the server.
+func ManagedOwnerKinds() []schema.GroupKind {
+	var out []schema.GroupKind
+	for gk := range ownerKinds {
+		out = append(out, gk)
+	}
+	for i := range catalog {
+		if catalog[i].Framework != "" {
+			out = append(out, catalog[i].GVK.GroupKind())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
 // ParseGroupKind parses the group of an apiVersion string ("batch/v1" → "batch").
 func ParseGroupKind(apiVersion, kind string) schema.GroupKind {
 	group := ""

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
@@ -283,8 +285,10 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 	controller := controllerKinds[gk]
 	exempt := req.Namespace != "" && r.cfg.IsExempt(req.Namespace, r.opts.OwnNamespace)
 
+	// Only what the API server would send: the webhooks' match conditions skip
+	// parts of other workloads, and objects that cannot run Kueue.
 	d := &admission.Decision{}
-	if catalog && !exempt {
+	if catalog && !exempt && workload.IsTopLevel(req.Object) {
 		o.Checks = append(o.Checks, CheckWorkload)
 		if d, err = r.pipeline.Workload(ctx, req, r.state.Snapshot); err != nil {
 			o.Status, o.Reason = StatusError, err.Error()
@@ -307,7 +311,8 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 		o.Status, o.Reason = StatusError, err.Error()
 		return
 	}
-	if controller && !(req.Namespace != "" && req.Namespace == r.opts.OwnNamespace) {
+	if controller && !(req.Namespace != "" && req.Namespace == r.opts.OwnNamespace) &&
+		(admission.IsWebhookConfiguration(gk) || kueuecontroller.MayRunKueue(final)) {
 		o.Checks = append(o.Checks, CheckControllers)
 	}
 	d.Violations = append(d.Violations, c.Violations...)
@@ -330,6 +335,12 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 		o.Status, o.Reason = StatusSkipped, "kueue-guard's own configuration, not a cluster object: pass it with --config"
 	case len(o.Checks) == 0 && exempt:
 		o.Status, o.Reason = StatusSkipped, fmt.Sprintf("namespace %q is exempt from kueue-guard", req.Namespace)
+	case len(o.Checks) == 0 && catalog && !workload.IsTopLevel(req.Object):
+		owner := metav1.GetControllerOf(req.Object)
+		o.Status, o.Reason = StatusSkipped, fmt.Sprintf("part of %s %s: it is judged as that workload, "+
+			"and the webhooks are not called for it", owner.Kind, owner.Name)
+	case len(o.Checks) == 0 && controller:
+		o.Status, o.Reason = StatusSkipped, "cannot run a Kueue controller (no Kueue label or image): the controller guard is not called for it"
 	case len(o.Checks) == 0:
 		o.Status, o.Reason = StatusSkipped, "not a Kueue workload or controller kind: nothing checks it"
 	case d.Allowed():

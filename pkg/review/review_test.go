@@ -75,7 +75,7 @@ spec: {clusterQueue: cq}
 })
 
 var _ = Describe("what the review checks", func() {
-	It("skips exempt namespaces and kinds nothing checks, and checks controllers everywhere but its own namespace", func() {
+	It("skips exempt namespaces and kinds nothing checks, and checks what may run Kueue everywhere but its own namespace", func() {
 		rep := run(review.Options{OwnNamespace: "kueue-guard-system"}, `apiVersion: batch/v1
 kind: Job
 metadata: {name: j, namespace: kube-system, labels: {kueue.x-k8s.io/queue-name: q}}
@@ -88,6 +88,15 @@ metadata: {name: cm}
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: d, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec: {containers: [{name: c, image: registry.k8s.io/kueue/kueueviz-backend:v0.17.0}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: plain, namespace: kube-system}
 spec:
   selector: {matchLabels: {app: d}}
   template:
@@ -110,6 +119,8 @@ spec:
 		Expect(cm.Status).To(Equal(review.StatusSkipped))
 		Expect(cm.Namespace).To(Equal(review.DefaultNamespace))
 		Expect(object(rep, "Deployment", "d").Checks).To(Equal([]string{review.CheckControllers}))
+		Expect(object(rep, "Deployment", "plain").Status).To(Equal(review.StatusSkipped),
+			"the controller webhook's match condition never sends it")
 		Expect(object(rep, "Deployment", "own").Status).To(Equal(review.StatusSkipped))
 		Expect(rep.ExitCode).To(Equal(review.ExitAllowed))
 	})

@@ -109,6 +109,7 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 			TimeoutSeconds:          o.timeout(),
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			MatchConditions:         []admissionregistrationv1.MatchCondition{TopLevelCondition()},
 		}},
 	}
 }
@@ -151,6 +152,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 			Name:                    ValidateWorkloadsWebhook,
 			ClientConfig:            o.clientConfig(handlers.ValidateWorkloadsPath),
 			Rules:                   WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConditions:         []admissionregistrationv1.MatchCondition{TopLevelCondition()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       o.namespaceSelector(),
@@ -161,6 +163,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 			Name:                    ValidateKueueControllersWebhook,
 			ClientConfig:            o.clientConfig(handlers.ValidateKueueControllersPath),
 			Rules:                   ControllerRules(),
+			MatchConditions:         []admissionregistrationv1.MatchCondition{MayRunKueueCondition()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       ownOnly.namespaceSelector(),

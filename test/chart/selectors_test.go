@@ -168,10 +168,15 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 		Entry("a namespace with the opt-out label of an extra namespaceSelector term", optOut),
 	)
 
-	DescribeTable("send the Kueue controller guard a Deployment from every namespace but the release namespace",
+	DescribeTable("send the Kueue controller guard a Kueue-looking Deployment from every namespace but the release namespace",
 		func(namespace string, guardCalled, workloadCalled bool) {
+			// Kueue's chart label passes the guard's match condition; without
+			// control-plane=controller-manager the fingerprint does not match, so
+			// the guard is called and admits it.
+			dep := deployment(namespace)
+			dep.Labels = map[string]string{"app.kubernetes.io/name": "kueue"}
 			d := delta(func() {
-				Expect(k8sClient.Create(ctx, deployment(namespace), client.DryRunAll)).To(Succeed())
+				Expect(k8sClient.Create(ctx, dep, client.DryRunAll)).To(Succeed())
 			})
 			if guardCalled {
 				Expect(d[webhookconfig.ValidateKueueControllersWebhook]).To(BeNumerically(">=", 1))
@@ -192,6 +197,36 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 		Entry("a namespace with the workload webhooks' opt-out label", optOut, true, false),
 		Entry("the release namespace", testenv.ServerNamespace, false, false),
 	)
+
+	DescribeTable("never send the controller guard Pods and Deployments that cannot run Kueue",
+		func(namespace string) {
+			d := delta(func() {
+				Expect(k8sClient.Create(ctx, deployment(namespace), client.DryRunAll)).To(Succeed())
+			})
+			Expect(d[webhookconfig.ValidateKueueControllersWebhook]).To(BeZero(),
+				"a webhook that is down must not stop every Deployment in the cluster")
+		},
+		Entry("kube-system", metav1.NamespaceSystem),
+		Entry("a tenant namespace", tenant),
+	)
+
+	It("never send the workload webhooks a pod that belongs to a Job", func() {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "chart-job-pod-", Namespace: tenant,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "parent",
+					UID: "00000000-0000-0000-0000-000000000002", Controller: ptr.To(true)}}},
+			Spec: deployment(tenant).Spec.Template.Spec,
+		}
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		d := delta(func() { Expect(k8sClient.Create(ctx, pod, client.DryRunAll)).To(Succeed()) })
+		Expect(d[webhookconfig.MutateWorkloadsWebhook]).To(BeZero())
+		Expect(d[webhookconfig.ValidateWorkloadsWebhook]).To(BeZero())
+
+		top := pod.DeepCopy()
+		top.OwnerReferences = nil
+		d = delta(func() { Expect(k8sClient.Create(ctx, top, client.DryRunAll)).To(Succeed()) })
+		Expect(d[webhookconfig.MutateWorkloadsWebhook]).To(BeNumerically(">=", 1), "a top-level Pod is sent")
+	})
 
 	// ControllerRules also name the webhook configuration kinds, but the API
 	// server exempts them from every admission webhook (so that no webhook can

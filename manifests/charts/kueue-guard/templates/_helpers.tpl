@@ -161,14 +161,16 @@ release namespace and config.exemptNamespaces, without duplicates.
 {{- end }}
 
 {{/*
-The selectors and conditions of one webhook from its values block.
+The selectors and conditions of one webhook: "values" is its values block,
+"generated" its generated block, whose match conditions (from pkg/webhookconfig)
+come first and the values' after them.
 */}}
 {{- define "kueue-guard.webhookOptions" -}}
-{{- with .objectSelector }}
+{{- with .values.objectSelector }}
 objectSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .matchConditions }}
+{{- with concat (.generated.matchConditions | default list) (.values.matchConditions | default list) }}
 matchConditions:
   {{- toYaml . | nindent 2 }}
 {{- end }}
