@@ -22,22 +22,11 @@ import (
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
-// installShippedPolicies copies the repository's shipped policies and data (not
-// their tests) into the watched directory, as a ConfigMap mount would.
+// installShippedPolicies copies the shipped policies into the watched directory.
 func installShippedPolicies() {
 	GinkgoHelper()
-	src := filepath.Join(testenv.RepoRoot(), "policies")
-	entries, err := os.ReadDir(src)
+	_, err := testenv.CopyShippedPolicies(policyDir)
 	Expect(err).NotTo(HaveOccurred())
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, "_test.rego") || !(strings.HasSuffix(name, ".rego") || name == "data.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, name))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(filepath.Join(policyDir, name), data, 0o644)).To(Succeed())
-	}
 }
 
 func metric(name string) float64 {

@@ -97,27 +97,6 @@ func (r *recorder) get(key string) []observation {
 	return append([]observation(nil), r.byKey[key]...)
 }
 
-// copyShippedPolicies copies the repository's policies and data, not their
-// tests, as the chart's ConfigMap mount would.
-func copyShippedPolicies(dst string) {
-	GinkgoHelper()
-	src := filepath.Join(testenv.RepoRoot(), "policies")
-	entries, err := os.ReadDir(src)
-	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, "_test.rego") || !(strings.HasSuffix(name, ".rego") || name == "data.yaml") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, name))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(filepath.Join(dst, name), data, 0o644)).To(Succeed())
-		n++
-	}
-	Expect(n).To(BeNumerically(">", 1), "no shipped policies found in %s", src)
-}
-
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
@@ -126,7 +105,9 @@ var _ = BeforeSuite(func() {
 	policyDir, err = os.MkdirTemp("", "kueue-guard-review-policies-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, policyDir)
-	copyShippedPolicies(policyDir)
+	n, err := testenv.CopyShippedPolicies(policyDir)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(n).To(BeNumerically(">", 1))
 
 	cfg, err = config.Load(configPath)
 	Expect(err).NotTo(HaveOccurred())
