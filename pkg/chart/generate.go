@@ -273,32 +273,54 @@ func Generated(root string) (map[string][]byte, error) {
 	return out, nil
 }
 
-// Drift lists the generated files of the chart at root that differ from what
-// Generated returns: missing, changed, or (under PoliciesDir) no longer
-// generated. Empty means `make generate` would change nothing.
-func Drift(root string) ([]string, error) {
+// update is what `make generate` would do to the chart at root: generated files
+// to write (missing or different) and stale ones to remove under PoliciesDir.
+// Drift reports it; Write applies it.
+type update struct {
+	chartDir string
+	want     map[string][]byte
+	write    map[string]string // relative path → "missing" or "differs"
+	stale    []string
+}
+
+func plan(root string) (*update, error) {
 	want, err := Generated(root)
 	if err != nil {
 		return nil, err
 	}
-	chartDir := filepath.Join(root, Dir)
-	var drift []string
+	u := &update{chartDir: filepath.Join(root, Dir), want: want, write: map[string]string{}}
 	for rel, b := range want {
-		got, err := os.ReadFile(filepath.Join(chartDir, filepath.FromSlash(rel)))
+		got, err := os.ReadFile(u.path(rel))
 		switch {
 		case os.IsNotExist(err):
-			drift = append(drift, rel+" (missing)")
+			u.write[rel] = "missing"
 		case err != nil:
 			return nil, err
 		case !bytes.Equal(got, b):
-			drift = append(drift, rel+" (differs)")
+			u.write[rel] = "differs"
 		}
 	}
-	stale, err := staleFiles(chartDir, want)
+	if u.stale, err = staleFiles(u.chartDir, want); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func (u *update) path(rel string) string { return filepath.Join(u.chartDir, filepath.FromSlash(rel)) }
+
+// Drift lists the generated files of the chart at root that differ from what
+// Generated returns: missing, changed, or (under PoliciesDir) no longer
+// generated. Empty means `make generate` would change nothing.
+func Drift(root string) ([]string, error) {
+	u, err := plan(root)
 	if err != nil {
 		return nil, err
 	}
-	for _, rel := range stale {
+	var drift []string
+	for rel, why := range u.write {
+		drift = append(drift, rel+" ("+why+")")
+	}
+	for _, rel := range u.stale {
 		drift = append(drift, rel+" (no longer generated)")
 	}
 	sort.Strings(drift)
@@ -336,37 +358,29 @@ func staleFiles(chartDir string, want map[string][]byte) ([]string, error) {
 // differs and removes stale ones under PoliciesDir (and directories left empty).
 // It returns what it changed.
 func Write(root string) ([]string, error) {
-	want, err := Generated(root)
+	u, err := plan(root)
 	if err != nil {
 		return nil, err
 	}
-	chartDir := filepath.Join(root, Dir)
 	var changed []string
-	for rel, b := range want {
-		p := filepath.Join(chartDir, filepath.FromSlash(rel))
-		if got, err := os.ReadFile(p); err == nil && bytes.Equal(got, b) {
-			continue
-		}
+	for rel := range u.write {
+		p := u.path(rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		if err := os.WriteFile(p, u.want[rel], 0o644); err != nil {
 			return nil, err
 		}
 		changed = append(changed, rel)
 	}
-	stale, err := staleFiles(chartDir, want)
-	if err != nil {
-		return nil, err
-	}
-	for _, rel := range stale {
-		p := filepath.Join(chartDir, filepath.FromSlash(rel))
+	for _, rel := range u.stale {
+		p := u.path(rel)
 		if err := os.Remove(p); err != nil {
 			return nil, err
 		}
 		changed = append(changed, rel+" (removed)")
 		// Remove parents left empty, up to PoliciesDir (kept).
-		for d := filepath.Dir(p); d != filepath.Join(chartDir, filepath.FromSlash(PoliciesDir)); d = filepath.Dir(d) {
+		for d := filepath.Dir(p); d != u.path(PoliciesDir); d = filepath.Dir(d) {
 			if err := os.Remove(d); err != nil {
 				break
 			}
