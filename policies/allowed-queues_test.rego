@@ -39,12 +39,37 @@ test_cronjob_field_is_in_the_job_template if {
 
 test_update_changing_the_queue_is_judged if {
 	base := inp("UPDATE", "Job", "gpu", allow_ab)
-	moved := object.union(base, {"oldObject": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "a"}}}})
+	moved := object.union(base, {
+		"oldObject": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "a"}}},
+		"oldWorkload": {"queueName": "a"},
+	})
 	count(policy.deny) == 1 with input as moved
 }
 
 test_update_keeping_the_queue_is_not_judged if {
 	base := inp("UPDATE", "Job", "gpu", allow_ab)
-	same := object.union(base, {"oldObject": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpu"}}}})
+	same := object.union(base, {
+		"oldObject": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "gpu"}}},
+		"oldWorkload": {"queueName": "gpu"},
+	})
 	count(policy.deny) == 0 with input as same
+}
+
+# The queue Kueue acts on may live in a pod template (a Deployment's): moving it
+# there is a change of queue even though the object's own labels did not change.
+test_update_moving_the_effective_queue_is_judged if {
+	base := inp("UPDATE", "Deployment", "gpu", allow_ab)
+	moved := object.union(base, {
+		"object": {"metadata": {"labels": {}}},
+		"oldObject": {"metadata": {"labels": {}}},
+		"oldWorkload": {"queueName": "a"},
+	})
+	count(policy.deny) == 1 with input as moved
+}
+
+# Without an old summary (an old object that could not be read) the update is
+# judged like a new workload.
+test_update_without_old_summary_is_judged if {
+	base := inp("UPDATE", "Job", "gpu", allow_ab)
+	count(policy.deny) == 1 with input as object.union(base, {"oldWorkload": null})
 }

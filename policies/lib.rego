@@ -20,14 +20,26 @@ settings := data.kueue_guard.config
 # gpu_resources are the extended resources counted as GPUs.
 gpu_resources := object.get(settings, "gpu_resources", ["nvidia.com/gpu"])
 
-# creating is true for a new workload. The shipped policies judge a workload when it
-# is created: denying UPDATEs of existing workloads would also block Kueue's own
-# updates (suspend, node selectors) of workloads admitted before a policy changed.
+# creating is true for a new workload.
 creating if input.request.operation == "CREATE"
 
-# owned is true for an object a controller created (a CronJob's Job): its owner
+# judged is true for a request a quota policy must judge: a new workload, or an
+# update that asks Kueue for more than before (input.workload.grows: a pod set
+# with more pods, a larger request, a request removed). Updates that do not grow
+# the workload (Kueue suspending or unsuspending it, node selectors, partial
+# admission) are not judged: a policy added after a workload was admitted must
+# not block the updates that run it. kueue-guard itself never sends a policy a
+# trusted controller's update that does not grow the workload.
+judged if creating
+
+judged if input.workload.grows
+
+# owned is true for an object a trusted controller created on behalf of a
+# controller owner (the CronJob controller creating a CronJob's Job): the owner
 # was judged when it was created, and the request's user is the controller.
+# Anyone else's owner references are fields they wrote, and prove nothing.
 owned if {
+	input.request.trustedController
 	some ref in object.get(input.object, ["metadata", "ownerReferences"], [])
 	ref.controller == true
 }
@@ -42,11 +54,24 @@ labels := object.get(input.object, labels_path, {})
 
 old_labels := object.get(input.oldObject, labels_path, {}) if is_object(input.oldObject)
 
+# effective_fields maps Kueue's labels to the input.workload fields that hold
+# them as Kueue reads them (pod templates included).
+effective_fields := {queue_label: "queueName", priority_label: "priorityClass"}
+
 # label_changed(key) is true for an UPDATE that sets, changes or removes the label.
 label_changed(key) if {
 	input.request.operation == "UPDATE"
+	f := effective_fields[key]
+	not same_as_before(f)
+}
+
+label_changed(key) if {
+	input.request.operation == "UPDATE"
+	not effective_fields[key]
 	object.get(old_labels, key, "") != object.get(labels, key, "")
 }
+
+same_as_before(f) if input.oldWorkload[f] == input.workload[f]
 
 # label_applies(key): a policy about a label judges new workloads and updates of
 # that label (a suspended Job may be moved to another queue).

@@ -59,3 +59,22 @@ test_updates_are_not_judged if {
 	inp := json.patch(request("ml", {}, {"nvidia.com/gpu": 10}), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
 	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
 }
+
+# A queued Job admitted at 1 x 4 GPUs that is patched to 4 pods grows: judged.
+test_growing_update_is_judged if {
+	inp := object.union(request("ml", {}, {"nvidia.com/gpu": 16}), {
+		"request": {"operation": "UPDATE"},
+		"workload": {"grows": true},
+		"oldWorkload": {"totalRequests": {"nvidia.com/gpu": 4}, "podSets": []},
+	})
+	count(policy.deny) == 1 with input as inp with data.kueue_guard.config as config
+}
+
+test_shrinking_update_is_not_judged if {
+	inp := object.union(request("ml", {}, {"nvidia.com/gpu": 10}), {
+		"request": {"operation": "UPDATE"},
+		"workload": {"grows": false},
+		"oldWorkload": {"totalRequests": {"nvidia.com/gpu": 16}, "podSets": []},
+	})
+	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
+}

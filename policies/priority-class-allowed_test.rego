@@ -51,10 +51,22 @@ test_class_for_nobody if {
 	v.msg == `WorkloadPriorityClass "frozen" is reserved for nobody`
 }
 
-test_controller_created_objects_are_skipped if {
-	owned := object.union(inp("system:serviceaccount:kube-system:cronjob-controller", [], "dev", "critical"), {"object": {"metadata": {
+cronjob_child(user, trusted) := object.union(inp(user, [], "dev", "critical"), {
+	"request": {"trustedController": trusted},
+	"object": {"metadata": {
 		"labels": {"kueue.x-k8s.io/priority-class": "critical"},
 		"ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "controller": true}],
-	}}})
+	}},
+})
+
+test_trusted_controller_created_objects_are_skipped if {
+	owned := cronjob_child("system:serviceaccount:kube-system:cronjob-controller", true)
 	count(policy.deny) == 0 with input as owned with data.kueue_guard.config as config
+}
+
+# A tenant who writes a controller owner reference into their own Job is not a
+# controller: the reserved class is denied all the same.
+test_forged_owner_is_judged if {
+	forged := cronjob_child("bob", false)
+	count(policy.deny) == 1 with input as forged with data.kueue_guard.config as config
 }

@@ -26,7 +26,7 @@ declares(c, r) if object.get(c, ["resources", "requests", r], null) != null
 declares(c, r) if object.get(c, ["resources", "limits", r], null) != null
 
 deny contains {"msg": msg, "field": field} if {
-	lib.creating
+	lib.judged
 	some spec in pod_specs
 	[path, pod] := spec
 	some i, c in pod.containers

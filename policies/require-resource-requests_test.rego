@@ -70,3 +70,11 @@ test_updates_are_not_judged if {
 	inp := json.patch(job([{"name": "bare"}]), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
 	count(policy.deny) == 0 with input as inp
 }
+
+# Dropping requests on an update lowers what Kueue charges (a BestEffort pod is
+# charged nothing) while the pods may use more: the update grows the workload
+# in kueue-guard's sense and is judged.
+test_update_dropping_requests_is_judged if {
+	base := json.patch(job([{"name": "main"}]), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
+	count(policy.deny) > 0 with input as object.union(base, {"workload": {"grows": true}})
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // newReviewCommand is `kueue-guard review`: the webhook's pipeline run offline on
-// manifests. Exit codes (DESIGN.md §3): 0 allowed (warnings allowed), 1 denied,
+// manifests. Exit codes: 0 allowed (warnings allowed), 1 denied,
 // 2 usage or input error — unknown flags included, which cobra would otherwise
 // turn into 1.
 func newReviewCommand() *cobra.Command {

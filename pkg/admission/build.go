@@ -2,6 +2,7 @@ package admission
 
 import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // configExemptions adapts the configuration to Exemptions.
@@ -14,8 +15,8 @@ func (e configExemptions) IsExempt(ns string) bool { return e.cfg.IsExempt(ns, e
 
 func (e configExemptions) IsOwnNamespace(ns string) bool { return e.own != "" && ns == e.own }
 
-// Build composes the pipeline the configuration describes, in the order of
-// DESIGN.md §1. The server and the offline reviewer both call it, so they run the
+// Build composes the pipeline the configuration describes, in order: the
+// built-in guards first, the policies last. The server and the offline reviewer both call it, so they run the
 // same steps; policies (which live in their own package) come in as extra
 // validating steps, run last.
 func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*Pipeline, error) {
@@ -23,12 +24,20 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*P
 	if err != nil {
 		return nil, err
 	}
+	queuePolicy, err := NewQueuePolicy(cfg, resolver)
+	if err != nil {
+		return nil, err
+	}
 	validating := []Step{
+		NewBackstop(queuePolicy),
+		LabelConsistency{},
 		NewIntegrationGuard(cfg, resolver),
 		NewQueueChecks(cfg.Defaulting.MissingLocalQueue),
 		QueueImmutability{},
+		NewQueueRetention(queuePolicy),
+		PodGroupResize{},
 	}
-	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, Steps{
+	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
 		Mutating:    []Step{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue)},
 		Validating:  append(validating, policies...),
 		Controllers: []Step{NewControllerGuard(cfg)},

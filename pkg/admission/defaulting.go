@@ -153,11 +153,11 @@ func QueueLabelField(in *integrations.Integration) *field.Path {
 	return field.NewPath(in.LabelsPath()[0], in.LabelsPath()[1:]...).Key(integrations.QueueNameLabel)
 }
 
-// Admit implements Step. It only acts on CREATE of a top-level workload, never
-// overwrites a label the user set, and is idempotent: on reinvocation the label is
-// already there and nothing changes.
+// Admit implements Step. It only acts on CREATE of a top-level workload (the
+// pipeline decides which are), never overwrites a queue the user set, and is
+// idempotent: on reinvocation the label is already there and nothing changes.
 func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if req.Operation != admissionv1.Create || !workload.IsTopLevel(req.Object) {
+	if req.Operation != admissionv1.Create {
 		return nil
 	}
 	in := t.Integration
@@ -184,6 +184,9 @@ func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluste
 		if err := workload.SetLabel(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue); err != nil {
 			return fmt.Errorf("setting %s: %w", integrations.QueueNameLabel, err)
 		}
+		// A template label of a kind whose own label Kueue reads would now
+		// disagree with the defaulted queue: the defaulted one wins.
+		workload.AlignNestedLabels(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue)
 		if err := workload.SetAnnotation(req.Object, in, DefaultedByAnnotation, choice.Source); err != nil {
 			return fmt.Errorf("setting %s: %w", DefaultedByAnnotation, err)
 		}
@@ -197,6 +200,7 @@ func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluste
 		if err := workload.SetLabel(req.Object, in, integrations.PriorityClassLabel, priority); err != nil {
 			return fmt.Errorf("setting %s: %w", integrations.PriorityClassLabel, err)
 		}
+		workload.AlignNestedLabels(req.Object, in, integrations.PriorityClassLabel, priority)
 	}
 	return nil
 }

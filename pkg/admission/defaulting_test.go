@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +19,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
@@ -60,7 +62,8 @@ func gpuRuleConfig(missing config.MissingLocalQueueAction) *config.Configuration
 func pipelineFor(cfg *config.Configuration) *guard.Pipeline {
 	r, err := guard.NewQueueResolver(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	return guard.NewPipeline(exemptKubeSystem{}, guard.Steps{Mutating: []guard.Step{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}})
+	return guard.NewPipeline(exemptKubeSystem{}, trust.New(cfg.Trust.Controllers),
+		guard.Steps{Mutating: []guard.Step{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}})
 }
 
 func create(obj *unstructured.Unstructured) *guard.Request {
@@ -182,9 +185,14 @@ var _ = Describe("queue defaulting", func() {
 		Expect(again.Warnings).To(BeEmpty())
 	})
 
-	DescribeTable("owner rules: only top-level workloads get a queue",
-		func(obj *unstructured.Unstructured, labeled bool) {
+	const (
+		jobController = "system:serviceaccount:kube-system:job-controller"
+		tenant        = "alice"
+	)
+	DescribeTable("owner rules: only a trusted controller's part of a Kueue-managed workload is left unlabeled",
+		func(obj *unstructured.Unstructured, user string, labeled bool) {
 			req := create(obj)
+			req.UserInfo.Username = user
 			d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q")), req)
 			if labeled {
 				Expect(queueOf(result(req, d))).To(Equal("q"))
@@ -192,22 +200,71 @@ var _ = Describe("queue defaulting", func() {
 				Expect(d.Patch).To(BeEmpty())
 			}
 		},
-		Entry("a Job's pod", fixtures.Pod("a", "p").ControlledBy("batch/v1", "Job", "j").Obj(), false),
-		Entry("a ReplicaSet's pod", fixtures.Pod("a", "p").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj(), false),
-		Entry("a StatefulSet's pod", fixtures.Pod("a", "p").ControlledBy("apps/v1", "StatefulSet", "s").Obj(), false),
-		Entry("a DaemonSet's pod", fixtures.Pod("a", "p").ControlledBy("apps/v1", "DaemonSet", "d").Obj(), false),
-		Entry("a JobSet's Job", fixtures.Job("a", "j").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj(), false),
-		Entry("a RayCluster's pod", fixtures.Pod("a", "p").ControlledBy("ray.io/v1", "RayCluster", "rc").Obj(), false),
-		Entry("a TrainJob's JobSet", fixtures.JobSet("a", "js").ControlledBy("trainer.kubeflow.org/v1alpha1", "TrainJob", "t").Obj(), false),
-		Entry("a CronJob's Job is top-level", fixtures.Job("a", "j").ControlledBy("batch/v1", "CronJob", "c").Obj(), true),
+		Entry("a Job's pod from the Job controller", fixtures.Pod("a", "p").ControlledBy("batch/v1", "Job", "j").Obj(), jobController, false),
+		Entry("a Job's pod from a tenant who wrote the owner reference",
+			fixtures.Pod("a", "p").ControlledBy("batch/v1", "Job", "j").Obj(), tenant, true),
+		Entry("a StatefulSet's pod from its controller", fixtures.Pod("a", "p").ControlledBy("apps/v1", "StatefulSet", "s").Obj(),
+			"system:serviceaccount:kube-system:statefulset-controller", false),
+		Entry("a JobSet's Job from the JobSet operator", fixtures.Job("a", "j").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj(),
+			"system:serviceaccount:jobset-system:jobset-controller-manager", false),
+		Entry("a JobSet's Job from a tenant", fixtures.Job("a", "j").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj(), tenant, true),
+		Entry("a RayCluster's pod from KubeRay", fixtures.Pod("a", "p").ControlledBy("ray.io/v1", "RayCluster", "rc").Obj(),
+			"system:serviceaccount:ray-system:kuberay-operator", false),
+		Entry("a TrainJob's JobSet from the Trainer", fixtures.JobSet("a", "js").ControlledBy("trainer.kubeflow.org/v1alpha1", "TrainJob", "t").Obj(),
+			"system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager", false),
+		Entry("a ReplicaSet's pod is a plain pod to Kueue, even from its controller",
+			fixtures.Pod("a", "p").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj(), "system:serviceaccount:kube-system:replicaset-controller", true),
+		Entry("a DaemonSet's pod is a plain pod to Kueue", fixtures.Pod("a", "p").ControlledBy("apps/v1", "DaemonSet", "d").Obj(),
+			"system:serviceaccount:kube-system:daemon-set-controller", true),
+		Entry("an owner at a version Kueue does not match", fixtures.Pod("a", "p").ControlledBy("batch/v2", "Job", "j").Obj(), jobController, true),
+		Entry("an owner of an API that is not served", fixtures.Pod("a", "p").ControlledBy("example.com/v1", "Job", "j").Obj(), jobController, true),
+		Entry("a CronJob's Job is top-level", fixtures.Job("a", "j").ControlledBy("batch/v1", "CronJob", "c").Obj(),
+			"system:serviceaccount:kube-system:cronjob-controller", true),
 		Entry("a Job of a controller Kueue does not know is top-level",
-			fixtures.Job("a", "j").ControlledBy("argoproj.io/v1alpha1", "Workflow", "wf").Obj(), true),
+			fixtures.Job("a", "j").ControlledBy("argoproj.io/v1alpha1", "Workflow", "wf").Obj(), jobController, true),
 		Entry("a non-controller owner does not count", func() *unstructured.Unstructured {
 			o := fixtures.Pod("a", "p").Obj()
 			o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u"}})
 			return o
-		}(), true),
+		}(), jobController, true),
 	)
+
+	It("trusts a controller by group and by username prefix, as configured", func() {
+		cfg := config.Default()
+		cfg.Trust.Controllers = []string{"group:system:controllers", "system:serviceaccount:operators:*"}
+		Expect(cfg.Validate()).To(BeEmpty())
+		pp := pipelineFor(cfg)
+		st := view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q"))
+		for _, u := range []authenticationv1.UserInfo{
+			{Username: "x", Groups: []string{"system:controllers"}},
+			{Username: "system:serviceaccount:operators:jobset"},
+		} {
+			req := create(fixtures.Job("a", "j").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj())
+			req.UserInfo = u
+			Expect(mutate(pp, st, req).Patch).To(BeEmpty(), "%v is trusted", u)
+		}
+		req := create(fixtures.Job("a", "j").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj())
+		req.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"}
+		Expect(queueOf(result(req, mutate(pp, st, req)))).To(Equal("q"), "the default list no longer applies")
+	})
+
+	It("aligns a template's queue label with the queue it defaults", func() {
+		job := fixtures.Job("a", "j").Obj()
+		Expect(unstructured.SetNestedField(job.Object, "other", "spec", "template", "metadata", "labels", "kueue.x-k8s.io/queue-name")).To(Succeed())
+		req := create(job)
+		d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q")), req)
+		out := result(req, d)
+		Expect(queueOf(out)).To(Equal("q"))
+		v, _, _ := unstructured.NestedString(out.Object, "spec", "template", "metadata", "labels", "kueue.x-k8s.io/queue-name")
+		Expect(v).To(Equal("q"))
+	})
+
+	It("does not default a Deployment whose pod template carries the queue (Kueue admits its pods by it)", func() {
+		dep := fixtures.Deployment("a", "d").Obj()
+		Expect(unstructured.SetNestedField(dep.Object, "mine", "spec", "template", "metadata", "labels", "kueue.x-k8s.io/queue-name")).To(Succeed())
+		d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q")), create(dep))
+		Expect(d.Patch).To(BeEmpty())
+	})
 
 	DescribeTable("never mutates outside CREATE of the object itself",
 		func(mod func(*guard.Request)) {
@@ -259,7 +316,7 @@ var _ = Describe("queue defaulting", func() {
 	})
 
 	It("contains a panicking step and reports it as an internal error", func() {
-		pp := guard.NewPipeline(nil, guard.Steps{Mutating: []guard.Step{panicStep{}}})
+		pp := guard.NewPipeline(nil, nil, guard.Steps{Mutating: []guard.Step{panicStep{}}})
 		_, err := pp.Mutate(context.Background(), create(fixtures.Job("a", "j").Obj()), view())
 		var se *guard.StepError
 		Expect(errors.As(err, &se)).To(BeTrue())

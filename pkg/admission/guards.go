@@ -33,7 +33,7 @@ func effectiveQueue(req *Request, t Target, resolver *QueueResolver, view cluste
 	if q := workload.QueueName(req.Object, t.Integration); q != "" {
 		return q, false
 	}
-	if req.Operation != admissionv1.Create || !workload.IsTopLevel(req.Object) || resolver == nil {
+	if req.Operation != admissionv1.Create || resolver == nil {
 		return "", false
 	}
 	if c := resolver.Resolve(req.Namespace, unstructuredWorkload{req}, view); c != nil {
@@ -87,9 +87,18 @@ func (g *IntegrationGuard) Supported(in *integrations.Integration, view cluster.
 	return false, true, source
 }
 
-// Admit implements Step.
+// Admit implements Step. It judges CREATE, and UPDATEs that change the queue:
+// every other update of an existing object (its controller removing a
+// finalizer, status-like writes) passes, so that an object of an unsupported
+// kind can still be cleaned up.
 func (g *IntegrationGuard) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if !isCreateOrUpdate(req.Operation) {
+	switch req.Operation {
+	case admissionv1.Create:
+	case admissionv1.Update:
+		if req.OldObject != nil && workload.QueueName(req.OldObject, t.Integration) == workload.QueueName(req.Object, t.Integration) {
+			return nil
+		}
+	default:
 		return nil
 	}
 	if q, _ := effectiveQueue(req, t, g.resolver, view); q == "" {

@@ -7,11 +7,13 @@ import (
 	"runtime/debug"
 
 	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/workload"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // Exemptions decides which namespaces the pipeline never touches.
@@ -37,13 +39,19 @@ type Steps struct {
 // holds no per-request state.
 type Pipeline struct {
 	exempt Exemptions
+	trust  *trust.Matcher
 	steps  Steps
 }
 
-// NewPipeline composes the steps of the three paths.
-func NewPipeline(exempt Exemptions, steps Steps) *Pipeline {
-	return &Pipeline{exempt: exempt, steps: steps}
+// NewPipeline composes the steps of the three paths. trusted decides whose owner
+// references are believed; nil trusts nobody.
+func NewPipeline(exempt Exemptions, trusted *trust.Matcher, steps Steps) *Pipeline {
+	return &Pipeline{exempt: exempt, trust: trusted, steps: steps}
 }
+
+// Trust is the pipeline's trust matcher (for callers that render the same rule
+// elsewhere, e.g. the reviewer's explanations).
+func (p *Pipeline) Trust() *trust.Matcher { return p.trust }
 
 // target decides whether the pipeline applies to a request at all.
 func (p *Pipeline) target(req *Request) (Target, bool) {
@@ -57,13 +65,16 @@ func (p *Pipeline) target(req *Request) (Target, bool) {
 	if !ok {
 		return Target{}, false
 	}
-	// Parts of another workload (a Job's pods, a Deployment's ReplicaSet's pods,
-	// a JobSet's Jobs) are judged as that workload; policies and guards on each
-	// pod would block its controller. The webhooks' match conditions skip them too.
-	if !workload.IsTopLevel(req.Object) {
+	// Parts of another workload (a Job's pods, a JobSet's Jobs) are judged as
+	// that workload; policies and guards on each pod would block its controller.
+	// Only a trusted controller's word that an object is such a part is taken:
+	// anyone else's object is top-level whatever its owner references say. The
+	// webhooks' match conditions skip the same requests.
+	trusted := p.trust.Trusted(req.UserInfo)
+	if trusted && trust.ManagedOwner(req.Object) {
 		return Target{}, false
 	}
-	return Target{Integration: in}, true
+	return Target{Integration: in, TrustedController: trusted}, true
 }
 
 // Mutate runs the mutating steps on a copy of the object and returns the patch
@@ -99,8 +110,15 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 	return d, nil
 }
 
+// ScaleSubResource is the subresource the validating path judges besides the
+// object itself.
+const ScaleSubResource = "scale"
+
 // Validate runs the validating steps.
 func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
+	if req.SubResource == ScaleSubResource && req.Operation == admissionv1.Update {
+		return p.validateScale(ctx, req, view)
+	}
 	d := &Decision{}
 	t, ok := p.target(req)
 	if !ok {
@@ -110,6 +128,33 @@ func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View
 		return nil, err
 	}
 	return d, nil
+}
+
+// validateScale judges a scale of a queued workload as the update of the
+// workload it amounts to: the cached workload with the new replica count, so
+// that every guard and policy that judges a growing update judges the scale
+// too. A workload the view does not hold is not queued: nothing to judge.
+func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
+	in, ok := integrations.LookupResource(req.Resource.GroupResource())
+	if !ok || req.Object == nil || (req.Namespace != "" && p.exempt != nil && p.exempt.IsExempt(req.Namespace)) {
+		return &Decision{}, nil
+	}
+	current, ok := view.ScaleTarget(in.GVK.GroupKind(), req.Namespace, req.Name)
+	if !ok {
+		return &Decision{}, nil
+	}
+	replicas, _, err := unstructured.NestedInt64(req.Object.Object, "spec", "replicas")
+	if err != nil {
+		return nil, fmt.Errorf("reading the scale's spec.replicas: %w", err)
+	}
+	scaled := current.DeepCopy()
+	if err := unstructured.SetNestedField(scaled.Object, replicas, "spec", "replicas"); err != nil {
+		return nil, fmt.Errorf("applying the scale to %s %s/%s: %w", in.GVK.Kind, req.Namespace, req.Name, err)
+	}
+	update := *req
+	update.Kind, update.SubResource, update.Raw = in.GVK, "", nil
+	update.Object, update.OldObject = scaled, current
+	return p.Validate(ctx, &update, view)
 }
 
 // ValidateControllers runs the controller guard on any kind: Deployments, Pods

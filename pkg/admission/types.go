@@ -24,7 +24,10 @@ import (
 type Request struct {
 	UID         types.UID
 	Operation   admissionv1.Operation
-	Kind        schema.GroupVersionKind
+	Kind schema.GroupVersionKind
+	// Resource is the resource requested; on a subresource (scale) it names the
+	// workload's resource while Kind is the subresource's kind.
+	Resource    schema.GroupVersionResource
 	SubResource string
 	Namespace   string
 	Name        string
@@ -136,9 +139,13 @@ func (d *Decision) Summary() string {
 }
 
 // Target is what every step learns about the request before it runs: the catalog
-// entry of the object's kind. Steps only run for catalog kinds.
+// entry of the object's kind, and whether the requester is a trusted controller.
+// Steps only run for catalog kinds.
 type Target struct {
 	Integration *integrations.Integration
+	// TrustedController is decided from the request's authenticated userInfo by
+	// trust.controllers, never from anything in the object.
+	TrustedController bool
 }
 
 // Step is one admission concern: defaulting, the integration guard, the controller

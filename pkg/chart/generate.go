@@ -102,7 +102,8 @@ func Webhooks() (map[string]GeneratedWebhook, error) {
 		out[key] = GeneratedWebhook{Name: name, Path: *cc.Service.Path, Rules: rules, MatchConditions: conditions}
 		return nil
 	}
-	o := webhookconfig.Options{ServiceNamespace: DefaultNamespace, ServiceName: "generate"}
+	o := webhookconfig.Options{ServiceNamespace: DefaultNamespace, ServiceName: "generate",
+		TrustedRequester: webhookconfig.TrustedPlaceholder}
 	for _, w := range webhookconfig.Mutating(o).Webhooks {
 		if err := add(w.Name, w.ClientConfig, w.Rules, w.MatchConditions); err != nil {
 			return nil, err

@@ -26,6 +26,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
 
@@ -93,7 +94,19 @@ var valueSets = map[string]string{
 	"NetworkPolicy and ServiceMonitor on":    observability,
 	"everything at once (but cert-manager)":  certManagerOff + customSelectors,
 	"policies: extra files, one shipped out": "policies:\n  exclude: [lib.rego]\n  files:\n    team/limits.rego: \"package team.limits\\n\"\n",
+	"custom trust":                           customTrust,
 }
+
+// customTrust trusts a prefix and a group besides a user, in another Kueue
+// namespace.
+const customTrust = `
+config:
+  kueueNamespace: batch-kueue
+  trust:
+    controllers:
+    - system:kube-controller-manager
+    - system:serviceaccount:operators:*
+    - group:system:controllers`
 
 // clusterScoped are the kinds the chart renders without a namespace.
 var clusterScoped = map[string]bool{
@@ -109,6 +122,24 @@ const (
 	servingCert   = "kueue-guard-serving-cert"
 	kueueMutating = "kueue-mutating-webhook-configuration"
 )
+
+var _ = Describe("the top-level match condition", func() {
+	for name, doc := range valueSets {
+		It("is the server's own trust rule over the list the server runs with, with "+name+" values", func() {
+			r := render(doc)
+			cm := typed[*corev1.ConfigMap](r.get("ConfigMap", "kueue-guard-config"))
+			cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cfg.Trust.Controllers).To(ContainElement(config.KueueServiceAccount(cfg.KueueNamespace)),
+				"Kueue's own service account is always trusted")
+			want := webhookconfig.TopLevelCondition(trust.New(cfg.Trust.Controllers).CEL())
+			m := typed[*admissionregistrationv1.MutatingWebhookConfiguration](r.get("MutatingWebhookConfiguration", webhookconfig.MutatingName))
+			v := typed[*admissionregistrationv1.ValidatingWebhookConfiguration](r.get("ValidatingWebhookConfiguration", webhookconfig.ValidatingName))
+			Expect(m.Webhooks[0].MatchConditions).To(ContainElement(want))
+			Expect(v.Webhooks[0].MatchConditions).To(ContainElement(want))
+		})
+	}
+})
 
 var _ = Describe("helm lint", func() {
 	for name, doc := range valueSets {
@@ -200,7 +231,8 @@ var _ = Describe("default values", func() {
 		m, v, err := kg.WebhookConfigurations(nil)
 		Expect(err).NotTo(HaveOccurred())
 		o := webhookconfig.Options{ServiceNamespace: ns, ServiceName: serviceName,
-			ExcludeNamespaces: []string{"kube-system", ns}}
+			ExcludeNamespaces: []string{"kube-system", ns},
+			TrustedRequester:  trust.New(config.DefaultTrustedControllers(config.DefaultKueueNamespace)).CEL()}
 		Expect(cmp.Diff(webhookconfig.Mutating(o).Webhooks, m.Webhooks)).To(BeEmpty())
 		Expect(cmp.Diff(webhookconfig.Validating(o).Webhooks, v.Webhooks)).To(BeEmpty())
 	})
@@ -227,11 +259,16 @@ var _ = Describe("default values", func() {
 			return out
 		}
 		Expect(covered(m.Webhooks[0].Rules)).To(ConsistOf(catalog))
-		Expect(covered(v.Webhooks[0].Rules)).To(ConsistOf(catalog))
+		Expect(covered(v.Webhooks[0].Rules)).To(ConsistOf(append(catalog, "apps/v1/statefulsets/scale")),
+			"the validating webhook also judges the scale of a queued StatefulSet")
 		for _, r := range m.Webhooks[0].Rules {
 			Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Create))
 		}
 		for _, r := range v.Webhooks[0].Rules {
+			if strings.HasSuffix(r.Resources[0], "/scale") {
+				Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Update))
+				continue
+			}
 			Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Create, admissionregistrationv1.Update))
 		}
 		Expect(v.Webhooks[1].Rules).To(Equal(webhookconfig.ControllerRules()))
@@ -268,9 +305,10 @@ var _ = Describe("default values", func() {
 		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{ns}),
 			"the controller guard sees every namespace but its own, kube-system included")
 		Expect(mw.ObjectSelector).To(BeNil())
-		Expect(mw.MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.TopLevelCondition()}),
-			"only top-level workloads are sent (pkg/webhookconfig)")
-		Expect(v.Webhooks[0].MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.TopLevelCondition()}))
+		topLevel := webhookconfig.TopLevelCondition(trust.New(config.DefaultTrustedControllers(config.DefaultKueueNamespace)).CEL())
+		Expect(mw.MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{topLevel}),
+			"only what the server would judge is sent: the same trust rule as the pipeline's (package trust)")
+		Expect(v.Webhooks[0].MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{topLevel}))
 		Expect(v.Webhooks[1].MatchConditions).To(Equal([]admissionregistrationv1.MatchCondition{webhookconfig.MayRunKueueCondition()}),
 			"only objects that may run Kueue are sent to the controller guard")
 	})

@@ -8,7 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -28,8 +31,33 @@ func newDeployment() *unstructured.Unstructured {
 // ClusterRole (get/list/watch) follows this list. ConfigMaps are read only in
 // Kueue's namespace.
 func CachedTypes() []client.Object {
-	return []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
+	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
+	for _, gvk := range ScaledKinds {
+		objs = append(objs, newUnstructured(gvk))
+	}
+	return objs
 }
+
+func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// queueNameLabel is Kueue's queue label (kept here rather than imported from
+// the integration catalog, which sits above this package).
+const queueNameLabel = "kueue.x-k8s.io/queue-name"
+
+// queuedOnly selects objects that carry a queue label: only queued scaled
+// workloads are cached, so a cluster's StatefulSets cost memory only when Kueue
+// manages them.
+var queuedOnly = func() labels.Selector {
+	r, err := labels.NewRequirement(queueNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
 
 // CacheOptions configures an informer cache that only serves the cached types and
 // never starts an informer lazily: a lookup of anything else fails instead of
@@ -37,14 +65,14 @@ func CachedTypes() []client.Object {
 // in Kueue's namespace only; Deployments are stripped to what the Kueue
 // controller fingerprint reads, so a cluster's Deployments cost little memory.
 func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
-	return cache.Options{
-		Scheme:                      scheme,
-		ReaderFailOnMissingInformer: true,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
-			newDeployment():     {Transform: stripDeployment},
-		},
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
+		newDeployment():     {Transform: stripDeployment},
 	}
+	for _, gvk := range ScaledKinds {
+		byObject[newUnstructured(gvk)] = cache.ByObject{Label: queuedOnly}
+	}
+	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject}
 }
 
 // stripDeployment keeps a Deployment's identity, labels, owners and containers'
@@ -181,4 +209,19 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
 	v.frameworks.Store(&parsedFrameworks{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, frameworks: fw, err: err})
 	return fw, err == nil
+}
+
+// ScaleTarget implements View.
+func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	for _, gvk := range ScaledKinds {
+		if gvk.GroupKind() != gk {
+			continue
+		}
+		u := newUnstructured(gvk)
+		if !v.get(namespace, name, u) {
+			return nil, false
+		}
+		return u, true
+	}
+	return nil, false
 }

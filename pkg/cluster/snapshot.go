@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -21,6 +22,12 @@ type Snapshot struct {
 	clusterQueues  map[string]*kueue.ClusterQueue
 	configMaps     map[types.NamespacedName]*corev1.ConfigMap
 	deployments    map[types.NamespacedName]*unstructured.Unstructured
+	scaled         map[scaledKey]*unstructured.Unstructured
+}
+
+type scaledKey struct {
+	gk              schema.GroupKind
+	namespace, name string
 }
 
 var _ View = (*Snapshot)(nil)
@@ -38,6 +45,7 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		clusterQueues:  map[string]*kueue.ClusterQueue{},
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		deployments:    map[types.NamespacedName]*unstructured.Unstructured{},
+		scaled:         map[scaledKey]*unstructured.Unstructured{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -65,6 +73,10 @@ func (s *Snapshot) Add(obj client.Object) error {
 	case *corev1.ConfigMap:
 		s.configMaps[key] = o
 	case *unstructured.Unstructured:
+		if scaledKind(o.GroupVersionKind()) {
+			s.scaled[scaledKey{o.GroupVersionKind().GroupKind(), key.Namespace, key.Name}] = o
+			return nil
+		}
 		if o.GroupVersionKind() != deploymentGVK {
 			return fmt.Errorf("cluster snapshot cannot hold %s", o.GroupVersionKind())
 		}
@@ -124,4 +136,22 @@ func (s *Snapshot) KueueFrameworks() ([]string, bool) {
 	}
 	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
 	return fw, err == nil
+}
+
+// ScaleTarget implements View: the queued StatefulSets added as unstructured.
+func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
+	u, ok := s.scaled[scaledKey{gk, namespace, name}]
+	if !ok || u.GetLabels()[queueNameLabel] == "" {
+		return nil, false
+	}
+	return u, true
+}
+
+func scaledKind(gvk schema.GroupVersionKind) bool {
+	for _, k := range ScaledKinds {
+		if k == gvk {
+			return true
+		}
+	}
+	return false
 }

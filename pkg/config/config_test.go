@@ -41,6 +41,8 @@ controllers:
 policies:
   directory: /etc/kueue-guard/policies
   onError: allow
+trust:
+  controllers: ["system:kube-controller-manager", "system:serviceaccount:operators:*", "group:system:controllers"]
 `
 
 // defaulted is the configuration every empty field must end up as.
@@ -49,12 +51,14 @@ func defaulted() *config.Configuration {
 		TypeMeta:       metav1.TypeMeta{APIVersion: config.GroupVersion, Kind: config.Kind},
 		InstallProfile: config.ProfileManaged,
 		KueueNamespace: "kueue-system",
-		Defaulting:     config.Defaulting{MissingLocalQueue: config.MissingLocalQueueWarn},
-		Integrations:   config.Integrations{Action: config.IntegrationActionDeny},
+		Defaulting: config.Defaulting{MissingLocalQueue: config.MissingLocalQueueWarn, Backstop: config.BackstopDeny,
+			Unqueued: config.Unqueued{Action: config.UnqueuedAllow}},
+		Integrations: config.Integrations{Action: config.IntegrationActionDeny},
 		Controllers: config.Controllers{Allowed: []config.ControllerRef{
 			{Namespace: "kueue-system", Name: "kueue-controller-manager"},
 		}},
 		Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorDeny},
+		Trust:    config.Trust{Controllers: config.DefaultTrustedControllers("kueue-system")},
 	}
 }
 
@@ -100,6 +104,7 @@ var _ = Describe("SetDefaults", func() {
 			with(func(c *config.Configuration) {
 				c.KueueNamespace = "kueue"
 				c.Controllers.Allowed[0].Namespace = "kueue"
+				c.Trust.Controllers = config.DefaultTrustedControllers("kueue")
 			})),
 		Entry("oss gets no default controller", header+"installProfile: oss\n",
 			with(func(c *config.Configuration) {
@@ -111,6 +116,7 @@ var _ = Describe("SetDefaults", func() {
 			with(func(c *config.Configuration) {
 				c.KueueNamespace = "kq"
 				c.Controllers.Allowed = []config.ControllerRef{{Namespace: "kq", Name: "my-kueue"}}
+				c.Trust.Controllers = config.DefaultTrustedControllers("kq")
 			})),
 		Entry("explicit values are kept", header+"defaulting: {missingLocalQueue: ignore}\npolicies: {directory: /p, onError: allow}\n",
 			with(func(c *config.Configuration) {
@@ -137,6 +143,8 @@ var _ = Describe("Decode", func() {
 			ExemptNamespaces: []string{"monitoring", "istio-system"},
 			Defaulting: config.Defaulting{
 				MissingLocalQueue: config.MissingLocalQueueDeny,
+				Backstop:          config.BackstopDeny,
+				Unqueued:          config.Unqueued{Action: config.UnqueuedAllow},
 				Rules: []config.DefaultingRule{
 					{
 						Name:              "gpu-jobs",
@@ -156,6 +164,8 @@ var _ = Describe("Decode", func() {
 				{Namespace: "kueue-system", Name: "kueue-controller-manager"},
 			}},
 			Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorAllow},
+			Trust: config.Trust{Controllers: []string{"system:kube-controller-manager", "system:serviceaccount:operators:*",
+				"group:system:controllers"}},
 		}))
 	})
 
@@ -216,6 +226,17 @@ var _ = Describe("Validate", func() {
 			[]string{"defaulting.missingLocalQueue: Unsupported value"}, `supported values: "warn", "deny", "ignore"`),
 		Entry("bad integrations.action", func(c *config.Configuration) { c.Integrations.Action = "allow" },
 			[]string{"integrations.action: Unsupported value"}, `supported values: "deny", "warn"`),
+		Entry("bad defaulting.backstop", func(c *config.Configuration) { c.Defaulting.Backstop = "maybe" },
+			[]string{"defaulting.backstop: Unsupported value"}, `supported values: "deny", "warn", "off"`),
+		Entry("bad defaulting.unqueued", func(c *config.Configuration) {
+			c.Defaulting.Unqueued.Action = "ignore"
+			c.Defaulting.Unqueued.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}
+		}, []string{"defaulting.unqueued.action: Unsupported value", "defaulting.unqueued.namespaceSelector: Invalid value"}, ""),
+		Entry("bad trust.controllers", func(c *config.Configuration) {
+			c.Trust.Controllers = []string{"ok", " spaced", "", "*", "quo'te", "group:a*", "mid*dle*", "ok"}
+		}, []string{"trust.controllers[1]: Invalid value", "trust.controllers[2]: Required value", "trust.controllers[3]: Required value",
+			"trust.controllers[4]: Invalid value", "trust.controllers[5]: Invalid value", "trust.controllers[6]: Invalid value",
+			"trust.controllers[7]: Duplicate value"}, "must not contain quotes"),
 		Entry("bad policies.onError", func(c *config.Configuration) { c.Policies.OnError = "ignore" },
 			[]string{"policies.onError: Unsupported value"}, `supported values: "deny", "allow"`),
 		Entry("unset enums are unsupported, not silently defaulted", func(c *config.Configuration) {

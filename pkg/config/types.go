@@ -99,13 +99,78 @@ type Configuration struct {
 	Controllers Controllers `json:"controllers,omitempty"`
 	// Policies configures the Rego policy step.
 	Policies Policies `json:"policies,omitempty"`
+	// Trust says whose requests are believed when they claim, through an owner reference, that an
+	// object is part of another workload.
+	Trust Trust `json:"trust,omitempty"`
+}
+
+// Trust lists the requesters whose owner references kueue-guard believes. An owner reference is a
+// field the requester writes: a namespace user can name any owner, real or not. Only when the request
+// comes from a controller listed here (the Job controller creating a Job's pods, the JobSet operator
+// creating a JobSet's Jobs) is an object with a Kueue-managed controller owner treated as part of that
+// owner instead of as a workload of its own.
+type Trust struct {
+	// Controllers are usernames ("system:serviceaccount:kube-system:job-controller"), username
+	// prefixes ending in "*" ("system:serviceaccount:kube-system:*") and groups ("group:NAME").
+	// Empty means DefaultTrustedControllers(kueueNamespace).
+	Controllers []string `json:"controllers,omitempty"`
+}
+
+// BackstopAction says what the validating webhook does with a new workload that arrives without a
+// queue although defaulting would have given it one: the mutating webhook (failurePolicy Ignore) did
+// not run, timed out, or was bypassed.
+type BackstopAction string
+
+const (
+	// BackstopDeny rejects it; the client retries and defaulting gets another chance.
+	BackstopDeny BackstopAction = "deny"
+	// BackstopWarn admits it unqueued with a warning.
+	BackstopWarn BackstopAction = "warn"
+	// BackstopOff admits it silently.
+	BackstopOff BackstopAction = "off"
+)
+
+// UnqueuedAction says what to do with a new workload for which no source yields a queue: Kueue
+// ignores it, so it runs outside every quota.
+type UnqueuedAction string
+
+const (
+	// UnqueuedAllow admits it (Kueue's own behaviour).
+	UnqueuedAllow UnqueuedAction = "allow"
+	// UnqueuedWarn admits it with a warning.
+	UnqueuedWarn UnqueuedAction = "warn"
+	// UnqueuedDeny rejects it, for platforms where nothing may run outside Kueue.
+	UnqueuedDeny UnqueuedAction = "deny"
+)
+
+// Unqueued configures what happens to workloads that get no queue at all.
+type Unqueued struct {
+	// Action applies in the namespaces NamespaceSelector selects.
+	Action UnqueuedAction `json:"action,omitempty"`
+	// NamespaceSelector restricts Action to matching namespaces; nil or empty matches every namespace.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+}
+
+// Selector returns the namespace selector, nil meaning every namespace.
+func (u Unqueued) Selector() (labels.Selector, error) {
+	if u.NamespaceSelector == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(u.NamespaceSelector)
 }
 
 // Defaulting decides how a workload without a queue name gets one, so that users need not know their
 // LocalQueue's name.
 type Defaulting struct {
-	// MissingLocalQueue is applied when no source yields a queue name.
+	// MissingLocalQueue is applied when the LocalQueue that defaulting (or the workload's own label)
+	// names does not exist in the namespace. Workloads for which no source yields a queue at all are
+	// governed by Unqueued.
 	MissingLocalQueue MissingLocalQueueAction `json:"missingLocalQueue,omitempty"`
+	// Backstop is applied on the validating path to a new workload without a queue that defaulting
+	// would have labeled.
+	Backstop BackstopAction `json:"backstop,omitempty"`
+	// Unqueued is applied to new workloads for which no source yields a queue.
+	Unqueued Unqueued `json:"unqueued,omitempty"`
 	// Rules are consulted after the namespace annotation and before Kueue's `default` LocalQueue,
 	// in order; the first matching rule wins.
 	Rules []DefaultingRule `json:"rules,omitempty"`

@@ -26,6 +26,9 @@ var (
 	policiesPath          = field.NewPath("policies")
 	directoryPath         = policiesPath.Child("directory")
 	onErrorPath           = policiesPath.Child("onError")
+	backstopPath          = defaultingPath.Child("backstop")
+	unqueuedPath          = defaultingPath.Child("unqueued")
+	trustControllersPath  = field.NewPath("trust", "controllers")
 )
 
 // Messages shared by several checks.
@@ -54,6 +57,37 @@ func (c *Configuration) Validate() field.ErrorList {
 	errs = append(errs, validateIntegrations(&c.Integrations, c.InstallProfile)...)
 	errs = append(errs, validateControllers(&c.Controllers)...)
 	errs = append(errs, validatePolicies(&c.Policies)...)
+	errs = append(errs, validateTrust(&c.Trust)...)
+	return errs
+}
+
+// GroupPrefix marks a trust.controllers entry that names a group rather than a user.
+const GroupPrefix = "group:"
+
+// validateTrust checks trust.controllers. The entries are also rendered into the webhooks' CEL match
+// conditions as string literals, so quotes and backslashes are refused rather than escaped.
+func validateTrust(t *Trust) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, e := range t.Controllers {
+		p := trustControllersPath.Index(i)
+		name := strings.TrimPrefix(e, GroupPrefix)
+		switch {
+		case strings.TrimSpace(e) != e:
+			errs = append(errs, field.Invalid(p, e, msgSurroundingSpace))
+		case strings.TrimSuffix(name, "*") == "":
+			errs = append(errs, field.Required(p, "a username, a username prefix ending in *, or group:NAME"))
+		case strings.ContainsAny(e, "'\\\"\n"):
+			errs = append(errs, field.Invalid(p, e, "must not contain quotes, backslashes or newlines"))
+		case strings.HasPrefix(e, GroupPrefix) && strings.Contains(name, "*"):
+			errs = append(errs, field.Invalid(p, e, "a group is matched exactly: * is only allowed at the end of a username prefix"))
+		case strings.Contains(strings.TrimSuffix(name, "*"), "*"):
+			errs = append(errs, field.Invalid(p, e, "* is only allowed at the end, as a username prefix"))
+		case seen.Has(e):
+			errs = append(errs, field.Duplicate(p, e))
+		}
+		seen.Insert(e)
+	}
 	return errs
 }
 
@@ -79,6 +113,20 @@ func validateDefaulting(d *Defaulting) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(missingLocalQueuePath, d.MissingLocalQueue,
 			[]MissingLocalQueueAction{MissingLocalQueueWarn, MissingLocalQueueDeny, MissingLocalQueueIgnore}))
+	}
+	if d.Backstop != BackstopDeny && d.Backstop != BackstopWarn && d.Backstop != BackstopOff {
+		errs = append(errs, field.NotSupported(backstopPath, d.Backstop, []BackstopAction{BackstopDeny, BackstopWarn, BackstopOff}))
+	}
+	switch d.Unqueued.Action {
+	case UnqueuedAllow, UnqueuedWarn, UnqueuedDeny:
+	default:
+		errs = append(errs, field.NotSupported(unqueuedPath.Child("action"), d.Unqueued.Action,
+			[]UnqueuedAction{UnqueuedAllow, UnqueuedWarn, UnqueuedDeny}))
+	}
+	if d.Unqueued.NamespaceSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(d.Unqueued.NamespaceSelector); err != nil {
+			errs = append(errs, field.Invalid(unqueuedPath.Child("namespaceSelector"), d.Unqueued.NamespaceSelector, err.Error()))
+		}
 	}
 	names := sets.New[string]()
 	for i := range d.Rules {

@@ -129,6 +129,7 @@ func newRequest(ar admission.Request) (*guard.Request, error) {
 		UID:         ar.UID,
 		Operation:   ar.Operation,
 		Kind:        schema.GroupVersionKind{Group: ar.Kind.Group, Version: ar.Kind.Version, Kind: ar.Kind.Kind},
+		Resource:    schema.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource},
 		SubResource: ar.SubResource,
 		Namespace:   ar.Namespace,
 		Name:        ar.Name,

@@ -45,6 +45,11 @@ type Integration struct {
 	// Suspension says how Kueue tells that a workload of this kind is suspended:
 	// its queue may change only then.
 	Suspension Suspension
+	// TemplateQueue marks kinds whose pods Kueue admits as pods (Deployment) or
+	// pod groups (StatefulSet, LeaderWorkerSet): the queue and priority labels
+	// Kueue acts on are the pods', so a label in the pod template counts as the
+	// workload's when the object itself has none.
+	TemplateQueue bool
 }
 
 // Suspension describes, as data, how Kueue decides that a workload is suspended
@@ -106,10 +111,10 @@ var catalog = []Integration{
 		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}},
-	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas},
-	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas},
+	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true},
+	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
-		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas},
+		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},
@@ -159,6 +164,17 @@ func All() []*Integration {
 func Lookup(gk schema.GroupKind) (*Integration, bool) {
 	i, ok := byGroupKind[gk]
 	return i, ok
+}
+
+// LookupResource finds the integration for a group and plural resource name,
+// for requests on a subresource (whose kind is the subresource's, e.g. Scale).
+func LookupResource(gr schema.GroupResource) (*Integration, bool) {
+	for i := range catalog {
+		if catalog[i].GVK.Group == gr.Group && catalog[i].Resource == gr.Resource {
+			return &catalog[i], true
+		}
+	}
+	return nil, false
 }
 
 // GroupKindKey renders a GroupKind as "kind.group" the way kubectl names resources
@@ -211,40 +227,39 @@ func WebhookRules() []WebhookRule {
 	return rules
 }
 
-// ownerKinds are the built-in controllers whose children are never top-level
-// workloads, besides the catalog's own kinds: labeling a ReplicaSet's or a
-// DaemonSet's pods would make Kueue gate each pod as its own workload.
-var ownerKinds = map[schema.GroupKind]bool{
-	{Group: "apps", Kind: "ReplicaSet"}:        true,
-	{Group: "apps", Kind: "DaemonSet"}:         true,
-	{Group: "", Kind: "ReplicationController"}: true,
+// Owner is a controller owner's apiVersion and kind, as an ownerReference
+// names it.
+type Owner struct {
+	APIVersion, Kind string
 }
 
-// IsManagedOwner reports whether a controller owner of this group and kind makes
-// its children part of another workload, so the children must not be labeled.
-// A CronJob's Jobs are top-level (Kueue manages each Job), and so are children of
-// controllers Kueue does not know (an external workflow engine's Jobs).
-func IsManagedOwner(gk schema.GroupKind) bool {
-	if ownerKinds[gk] {
-		return true
+// IsManagedOwner reports whether a controller owner of this apiVersion and kind
+// makes its children part of one workload that Kueue manages as a whole (a Job's
+// pods, a JobSet's Jobs, a StatefulSet's pods): a catalog kind with a Kueue
+// framework, at the version the catalog serves, matched exactly as Kueue matches
+// owners. A CronJob's Jobs are top-level (Kueue manages each Job), and so are the
+// children of controllers Kueue does not manage as a whole: a ReplicaSet's,
+// DaemonSet's or ReplicationController's pods are plain pods to Kueue, and so to
+// kueue-guard.
+func IsManagedOwner(apiVersion, kind string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return false
 	}
-	i, ok := byGroupKind[gk]
-	return ok && i.Framework != ""
+	i, ok := byGroupKind[gv.WithKind(kind).GroupKind()]
+	return ok && i.Framework != "" && i.GVK.Version == gv.Version
 }
 
-// ManagedOwnerKinds lists every kind IsManagedOwner accepts, sorted, so that the
-// webhook configurations can skip such children before calling the server.
-func ManagedOwnerKinds() []schema.GroupKind {
-	var out []schema.GroupKind
-	for gk := range ownerKinds {
-		out = append(out, gk)
-	}
+// ManagedOwners lists every owner IsManagedOwner accepts, in catalog order, so
+// that the webhook configurations can skip such children before calling the
+// server.
+func ManagedOwners() []Owner {
+	var out []Owner
 	for i := range catalog {
 		if catalog[i].Framework != "" {
-			out = append(out, catalog[i].GVK.GroupKind())
+			out = append(out, Owner{APIVersion: catalog[i].GVK.GroupVersion().String(), Kind: catalog[i].GVK.Kind})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
 

@@ -67,16 +67,28 @@ var _ = Describe("the integration catalog", func() {
 
 	DescribeTable("owners whose children are parts of another workload",
 		func(apiVersion, kind string, managed bool) {
-			Expect(integrations.IsManagedOwner(integrations.ParseGroupKind(apiVersion, kind))).To(Equal(managed))
+			Expect(integrations.IsManagedOwner(apiVersion, kind)).To(Equal(managed))
 		},
 		Entry("Job", "batch/v1", "Job", true),
-		Entry("ReplicaSet", "apps/v1", "ReplicaSet", true),
-		Entry("DaemonSet", "apps/v1", "DaemonSet", true),
 		Entry("JobSet", "jobset.x-k8s.io/v1alpha2", "JobSet", true),
+		Entry("StatefulSet", "apps/v1", "StatefulSet", true),
+		Entry("a served version Kueue does not match", "jobset.x-k8s.io/v1alpha1", "JobSet", false),
+		Entry("an unknown version", "batch/v9", "Job", false),
+		Entry("a malformed apiVersion", "a/b/c", "Job", false),
+		Entry("ReplicaSet's pods are plain pods to Kueue", "apps/v1", "ReplicaSet", false),
+		Entry("DaemonSet's pods are plain pods to Kueue", "apps/v1", "DaemonSet", false),
+		Entry("ReplicationController's pods are plain pods to Kueue", "v1", "ReplicationController", false),
 		Entry("CronJob's Jobs are top-level", "batch/v1", "CronJob", false),
 		Entry("unknown controllers", "argoproj.io/v1alpha1", "Workflow", false),
-		Entry("core group", "v1", "ReplicationController", true),
 	)
+
+	It("lists exactly the owners it accepts", func() {
+		for _, o := range integrations.ManagedOwners() {
+			Expect(integrations.IsManagedOwner(o.APIVersion, o.Kind)).To(BeTrue(), "%v", o)
+		}
+		Expect(integrations.ManagedOwners()).To(ContainElement(integrations.Owner{APIVersion: "batch/v1", Kind: "Job"}))
+		Expect(integrations.ManagedOwners()).NotTo(ContainElement(integrations.Owner{APIVersion: "batch/v1", Kind: "CronJob"}))
+	})
 
 	It("groups webhook rules by group and version, covering every kind once", func() {
 		n := 0

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,14 +22,18 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
-// BuildInput builds the policy input (DESIGN.md §3) for one request:
+// BuildInput builds the policy input for one request:
 //
 //	input.request      operation, kind{group,version,kind}, namespace, name, uid,
-//	                   userInfo{username,uid,groups,extra}, dryRun
+//	                   userInfo{username,uid,groups,extra}, dryRun,
+//	                   trustedController (the requester matches trust.controllers)
 //	input.object       the object as received (after defaulting on the validating path)
 //	input.oldObject    the old object on UPDATE, else null
-//	input.workload     kind{group,version,kind}, framework, queueName, priorityClass,
-//	                   podSets[{name,count,requests}], totalRequests
+//	input.workload     kind{group,version,kind}, framework, queueName, priorityClass
+//	                   (both as Kueue reads them, pod templates included),
+//	                   podSets[{name,count,requests}], totalRequests, topLevel,
+//	                   grows (an UPDATE that asks Kueue for more, see workload.Grows)
+//	input.oldWorkload  the old object's summary on UPDATE (same shape), else null
 //	input.namespace    name, labels, annotations (empty when the namespace is unknown)
 //	input.localQueue   name, clusterQueue, stopPolicy, status{active,
 //	                   pendingWorkloads, reservingWorkloads, admittedWorkloads,
@@ -41,7 +46,22 @@ import (
 // Quantities are numbers in base units (see quantityTerm). The value is built as
 // OPA terms directly, without reflection or a JSON round trip: this runs on every
 // request. The LocalQueue is the one the object's queue label names.
-func BuildInput(ctx context.Context, req *admission.Request, view cluster.View) (ast.Value, error) {
+func BuildInput(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View) (ast.Value, error) {
+	f, err := summarizeRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return buildInput(req, t, view, f)
+}
+
+// requestFacts are the summaries of one request's objects, computed once and
+// shared by the step's decisions and the input.
+type requestFacts struct {
+	sum, old *workload.Summary
+	grows    bool
+}
+
+func summarizeRequest(ctx context.Context, req *admission.Request) (*requestFacts, error) {
 	if req.Object == nil {
 		return nil, fmt.Errorf("the request has no object")
 	}
@@ -49,6 +69,20 @@ func BuildInput(ctx context.Context, req *admission.Request, view cluster.View) 
 	if err != nil {
 		return nil, err
 	}
+	f := &requestFacts{sum: sum}
+	if req.OldObject != nil && req.Operation == admissionv1.Update {
+		// An old object that cannot be summarized (written by an older version
+		// of a CRD, say) leaves oldWorkload null, and the update counts as
+		// growing: it is judged as if the workload were new.
+		if old, err := workload.Summarize(ctx, req.OldObject); err == nil {
+			f.old = old
+		}
+		f.grows = workload.Grows(f.old, sum)
+	}
+	return f, nil
+}
+
+func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts) (ast.Value, error) {
 	object, err := objectValue(req.Object)
 	if err != nil {
 		return nil, fmt.Errorf("object: %w", err)
@@ -61,6 +95,7 @@ func BuildInput(ctx context.Context, req *admission.Request, view cluster.View) 
 	if namespace == "" {
 		namespace = req.Object.GetNamespace()
 	}
+	sum := f.sum
 	lqTerm, cqTerm := ast.NullTerm(), ast.NullTerm()
 	if sum.QueueName != "" {
 		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
@@ -70,12 +105,17 @@ func BuildInput(ctx context.Context, req *admission.Request, view cluster.View) 
 			}
 		}
 	}
+	oldTerm := ast.NullTerm()
+	if f.old != nil {
+		oldTerm = summaryTerm(f.old, false)
+	}
 	ns, _ := view.Namespace(namespace)
 	return ast.NewObject(
-		item("request", requestTerm(req)),
+		item("request", requestTerm(req, t.TrustedController)),
 		item("object", ast.NewTerm(object)),
 		item("oldObject", ast.NewTerm(oldObject)),
-		item("workload", summaryTerm(sum)),
+		item("workload", summaryTerm(sum, f.grows)),
+		item("oldWorkload", oldTerm),
 		item("namespace", namespaceTerm(namespace, ns)),
 		item("localQueue", lqTerm),
 		item("clusterQueue", cqTerm),
@@ -101,8 +141,9 @@ func gvkTerm(gvk schema.GroupVersionKind) *ast.Term {
 	return ast.ObjectTerm(item("group", str(gvk.Group)), item("version", str(gvk.Version)), item("kind", str(gvk.Kind)))
 }
 
-func requestTerm(req *admission.Request) *ast.Term {
+func requestTerm(req *admission.Request, trusted bool) *ast.Term {
 	return ast.ObjectTerm(
+		item("trustedController", ast.BooleanTerm(trusted)),
 		item("uid", str(string(req.UID))),
 		item("operation", str(string(req.Operation))),
 		item("kind", gvkTerm(req.Kind)),
@@ -142,7 +183,11 @@ func stringMapTerm(m map[string]string) *ast.Term {
 	return ast.NewTerm(o)
 }
 
-func summaryTerm(s *workload.Summary) *ast.Term {
+// summaryTerm renders a Summary. topLevel is always true: the pipeline judges
+// parts of another workload as that workload and never sends them to the
+// policies. It is in the input so that policies never re-derive it from owner
+// references, which only a trusted controller's word makes true.
+func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 	podSets := make([]*ast.Term, len(s.PodSets))
 	for i, ps := range s.PodSets {
 		podSets[i] = ast.ObjectTerm(
@@ -158,6 +203,8 @@ func summaryTerm(s *workload.Summary) *ast.Term {
 		item("priorityClass", str(s.PriorityClass)),
 		item("podSets", ast.ArrayTerm(podSets...)),
 		item("totalRequests", resourceListTerm(s.TotalRequests)),
+		item("topLevel", ast.BooleanTerm(true)),
+		item("grows", ast.BooleanTerm(grows)),
 	)
 }
 

@@ -23,7 +23,7 @@ import (
 // inputJSON builds the input and converts it back to plain Go values, the way a
 // policy sees it.
 func inputJSON(req *admission.Request, view cluster.View) map[string]any {
-	v, err := policies.BuildInput(context.Background(), req, view)
+	v, err := policies.BuildInput(context.Background(), req, admission.Target{}, view)
 	Expect(err).NotTo(HaveOccurred())
 	out, err := ast.JSON(v)
 	Expect(err).NotTo(HaveOccurred())
@@ -78,7 +78,7 @@ var _ = Describe("BuildInput", func() {
 		req.UserInfo.Extra = map[string]authenticationv1.ExtraValue{"scopes": {"a", "b"}}
 		in := inputJSON(req, view)
 		Expect(in["request"]).To(Equal(map[string]any{
-			"uid": "0000-1111", "operation": "CREATE", "namespace": "ml", "name": "train", "dryRun": true,
+			"uid": "0000-1111", "operation": "CREATE", "namespace": "ml", "name": "train", "dryRun": true, "trustedController": false,
 			"kind":     map[string]any{"group": "batch", "version": "v1", "kind": "Job"},
 			"userInfo": map[string]any{"username": "alice", "uid": "", "groups": []any{"ml-team", "system:authenticated"}, "extra": map[string]any{"scopes": []any{"a", "b"}}},
 		}))
@@ -99,8 +99,49 @@ var _ = Describe("BuildInput", func() {
 			"podSets": []any{map[string]any{"name": "main", "count": 5.0,
 				"requests": map[string]any{"cpu": 0.5, "memory": 1536.0 * 1024 * 1024, gpu: 2.0}}},
 			"totalRequests": map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
+			"topLevel":      true,
+			"grows":         false,
 		}))
+		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))
 	})
+
+	It("says whether the requester is a trusted controller, from the pipeline's decision", func() {
+		v, err := policies.BuildInput(context.Background(), createRequest(job), admission.Target{TrustedController: true}, view)
+		Expect(err).NotTo(HaveOccurred())
+		in, err := ast.JSON(v)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(path(in.(map[string]any), "request", "trustedController")).To(BeTrue())
+	})
+
+	DescribeTable("summarises the old object on UPDATE and says whether the update grows the workload",
+		func(mutate func(newJob *unstructured.Unstructured), grows bool) {
+			req := createRequest(job.DeepCopy())
+			req.Operation = admissionv1.Update
+			req.OldObject = job.DeepCopy()
+			mutate(req.Object)
+			in := inputJSON(req, view)
+			Expect(path(in, "oldWorkload", "totalRequests", gpu)).To(Equal(10.0))
+			Expect(path(in, "workload", "grows")).To(Equal(grows))
+		},
+		Entry("unchanged", func(*unstructured.Unstructured) {}, false),
+		Entry("more pods", func(j *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(j.Object, int64(6), "spec", "parallelism")).To(Succeed())
+			Expect(unstructured.SetNestedField(j.Object, int64(6), "spec", "completions")).To(Succeed())
+		}, true),
+		Entry("fewer pods (partial admission)", func(j *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(j.Object, int64(2), "spec", "parallelism")).To(Succeed())
+		}, false),
+		Entry("requests dropped (BestEffort pods are charged nothing)", func(j *unstructured.Unstructured) {
+			cs, _, _ := unstructured.NestedSlice(j.Object, "spec", "template", "spec", "containers")
+			for _, c := range cs {
+				delete(c.(map[string]any), "resources")
+			}
+			Expect(unstructured.SetNestedSlice(j.Object, cs, "spec", "template", "spec", "containers")).To(Succeed())
+		}, true),
+		Entry("suspend flipped (Kueue unsuspending)", func(j *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(j.Object, false, "spec", "suspend")).To(Succeed())
+		}, false),
+	)
 
 	It("resolves the LocalQueue and its ClusterQueue's quotas and usage", func() {
 		in := inputJSON(createRequest(job), view)
@@ -145,7 +186,7 @@ var _ = Describe("BuildInput", func() {
 
 	It("keeps exact whole quantities and fractional cores", func() {
 		job = fixtures.Job("ml", "big").Queue("lq").Requests("cpu", "1001m").Requests("memory", "1Ti").Obj()
-		v, err := policies.BuildInput(context.Background(), createRequest(job), view)
+		v, err := policies.BuildInput(context.Background(), createRequest(job), admission.Target{}, view)
 		Expect(err).NotTo(HaveOccurred())
 		total, err := v.Find(ast.MustParseRef("x.workload.totalRequests")[1:])
 		Expect(err).NotTo(HaveOccurred())
@@ -155,7 +196,7 @@ var _ = Describe("BuildInput", func() {
 	It("fails on an object it cannot summarise", func() {
 		bad := fixtures.Job("ml", "bad").Queue("lq").Obj()
 		Expect(unstructured.SetNestedField(bad.Object, "three", "spec", "parallelism")).To(Succeed())
-		_, err := policies.BuildInput(context.Background(), createRequest(bad), view)
+		_, err := policies.BuildInput(context.Background(), createRequest(bad), admission.Target{}, view)
 		Expect(err).To(HaveOccurred())
 	})
 })

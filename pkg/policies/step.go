@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -49,10 +50,22 @@ func (s *Step) Admit(ctx context.Context, req *admission.Request, t admission.Ta
 		return nil
 	}
 	var res *Result
-	if input, err := BuildInput(ctx, req, view); err != nil {
+	facts, err := summarizeRequest(ctx, req)
+	switch {
+	case err != nil:
 		res = s.engine.inputFailure(err)
-	} else {
-		res = s.engine.Evaluate(ctx, input)
+	case t.TrustedController && req.Operation == admissionv1.Update && !facts.grows:
+		// Kueue unsuspending a job, a controller removing a finalizer, partial
+		// admission lowering parallelism: a trusted controller's update that asks
+		// Kueue for nothing more is never denied by a policy, so a policy added
+		// after a workload was admitted cannot wedge it.
+		return nil
+	default:
+		if input, err := buildInput(req, t, view, facts); err != nil {
+			res = s.engine.inputFailure(err)
+		} else {
+			res = s.engine.Evaluate(ctx, input)
+		}
 	}
 	s.apply(ctx, res, d)
 	return nil

@@ -12,7 +12,7 @@ const (
 	ReportKind       = "Review"
 )
 
-// Exit codes of `kueue-guard review` (DESIGN.md §3).
+// Exit codes of `kueue-guard review`.
 const (
 	// ExitAllowed: every object is allowed (warnings allowed).
 	ExitAllowed = 0

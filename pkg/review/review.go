@@ -288,7 +288,8 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 	// Only what the API server would send: the webhooks' match conditions skip
 	// parts of other workloads, and objects that cannot run Kueue.
 	d := &admission.Decision{}
-	if catalog && !exempt && workload.IsTopLevel(req.Object) {
+	partOf := r.pipeline.Trust().PartOfAnother(req.UserInfo, req.Object)
+	if catalog && !exempt && !partOf {
 		o.Checks = append(o.Checks, CheckWorkload)
 		if d, err = r.pipeline.Workload(ctx, req, r.state.Snapshot); err != nil {
 			o.Status, o.Reason = StatusError, err.Error()
@@ -335,7 +336,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 		o.Status, o.Reason = StatusSkipped, "kueue-guard's own configuration, not a cluster object: pass it with --config"
 	case len(o.Checks) == 0 && exempt:
 		o.Status, o.Reason = StatusSkipped, fmt.Sprintf("namespace %q is exempt from kueue-guard", req.Namespace)
-	case len(o.Checks) == 0 && catalog && !workload.IsTopLevel(req.Object):
+	case len(o.Checks) == 0 && catalog && partOf:
 		owner := metav1.GetControllerOf(req.Object)
 		o.Status, o.Reason = StatusSkipped, fmt.Sprintf("part of %s %s: it is judged as that workload, "+
 			"and the webhooks are not called for it", owner.Kind, owner.Name)
@@ -375,7 +376,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 func (r *reviewer) unknownQueue(req *admission.Request, in *integrations.Integration, final *unstructured.Unstructured, d *admission.Decision, o *Object) {
 	queue := workload.QueueName(final, in)
 	if queue == "" {
-		if workload.IsTopLevel(final) {
+		if !r.pipeline.Trust().PartOfAnother(req.UserInfo, final) {
 			o.Notes = append(o.Notes, fmt.Sprintf("queue unknown: no %s, and namespace %q's default queue (annotation %s, "+
 				"defaulting rules, Kueue's LocalQueue %q) is unknown without cluster state; without a queue, Kueue, "+
 				"the queue checks and the policies ignore this workload",

@@ -43,6 +43,42 @@ var builtinRules = map[string]RuleInfo{
 			"webhooks, so only the reviewer checks this rule.",
 		Enforcement: string(admission.EnforcementDeny),
 	},
+	admission.RuleQueueLabelRemoved: {
+		Title: "A queued workload stays queued",
+		Description: "In a namespace whose workloads must be queued (defaulting gives them a queue, or " +
+			"defaulting.unqueued.action is deny), only trusted controllers may remove kueue.x-k8s.io/queue-name (UPDATE only).",
+		Enforcement: string(admission.EnforcementDeny),
+	},
+	admission.RuleResumeWithoutQueue: {
+		Title: "No resume without a queue",
+		Description: "In a namespace whose workloads must be queued, only trusted controllers may resume (spec.suspend " +
+			"true to false, or Kueue's scheduling gate removed) a workload that has no queue (UPDATE only).",
+		Enforcement: string(admission.EnforcementDeny),
+	},
+	admission.RuleLabelMismatch: {
+		Title: "Template labels agree with the workload's",
+		Description: "A queue-name or priority-class label in a pod template (or any nested template) must equal " +
+			"the workload's own: Kueue and the pods it admits read those places too.",
+		Enforcement: string(admission.EnforcementDeny),
+	},
+	admission.RuleDefaultingBackstop: {
+		Title: "Defaulting ran",
+		Description: "A new workload without a queue in a namespace where queue defaulting would give it one: the " +
+			"mutating webhook did not run. Enforced per defaulting.backstop (deny, warn, off).",
+		Enforcement: string(admission.EnforcementDeny),
+	},
+	admission.RuleUnqueuedWorkload: {
+		Title: "Workload has a queue",
+		Description: "A new workload for which no source yields a queue would run outside Kueue. Enforced per " +
+			"defaulting.unqueued (allow, warn, deny) in the namespaces its selector matches.",
+		Enforcement: string(admission.EnforcementWarn),
+	},
+	admission.RulePodGroupResize: {
+		Title: "A queued pod group keeps its size",
+		Description: "A queued StatefulSet is admitted as one pod group of fixed size: it may be scaled to 0 and " +
+			"back, not between two sizes (UPDATE and the scale subresource).",
+		Enforcement: string(admission.EnforcementDeny),
+	},
 	policies.StepName: {
 		Title:       "Policy set evaluates",
 		Description: "The Rego policy set could not be evaluated for the workload; policies.onError decides (deny or allow).",

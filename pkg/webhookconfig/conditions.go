@@ -2,11 +2,10 @@ package webhookconfig
 
 import (
 	"fmt"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // Match conditions are CEL expressions the API server evaluates before calling a
@@ -17,22 +16,20 @@ import (
 // Every field an expression reads is guarded with has(), so that an expression
 // never errors (an error would count as a webhook failure).
 
-// TopLevelCondition passes only top-level workloads: objects without a
-// controller owner whose kind makes them part of another workload (a Job's or a
-// ReplicaSet's pods, a JobSet's Jobs). It mirrors integrations.IsManagedOwner,
-// which the server applies too.
-func TopLevelCondition() admissionregistrationv1.MatchCondition {
-	var kinds []string
-	for _, gk := range integrations.ManagedOwnerKinds() {
-		kinds = append(kinds, fmt.Sprintf("'%s/%s'", gk.Group, gk.Kind))
-	}
-	return admissionregistrationv1.MatchCondition{
-		Name: "top-level-workload",
-		Expression: "!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, " +
-			"has(r.controller) && r.controller && " +
-			"((r.apiVersion.contains('/') ? r.apiVersion.split('/')[0] : '') + '/' + r.kind) in [" +
-			strings.Join(kinds, ", ") + "])",
-	}
+// TrustedPlaceholder stands for the trusted-requester expression in the match
+// conditions the chart generator writes; the chart replaces it with the
+// expression rendered from its trust.controllers values (and a chart test checks
+// that the result equals TopLevelCondition for the same list).
+const TrustedPlaceholder = "__TRUSTED_REQUESTER__"
+
+// TopLevelCondition passes every request but a trusted controller's part of
+// another workload (a Job's pods created by the Job controller, a JobSet's Jobs
+// created by the JobSet operator). It is the CEL twin of the pipeline's own rule,
+// and both are built by package trust: an owner reference alone never keeps a
+// request from the webhooks. trusted is trust.Matcher.CEL() or
+// TrustedPlaceholder.
+func TopLevelCondition(trusted string) admissionregistrationv1.MatchCondition {
+	return admissionregistrationv1.MatchCondition{Name: "top-level-workload", Expression: trust.TopLevelCEL(trusted)}
 }
 
 // MayRunKueueCondition passes only objects that could run a Kueue controller

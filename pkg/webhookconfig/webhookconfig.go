@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
@@ -39,6 +40,17 @@ type Options struct {
 	// our own namespace in production).
 	ExcludeNamespaces []string
 	TimeoutSeconds    int32
+	// TrustedRequester is the CEL expression of trusted controllers
+	// (trust.Matcher.CEL); empty trusts nobody, so every workload is sent.
+	TrustedRequester string
+}
+
+func (o Options) topLevel() admissionregistrationv1.MatchCondition {
+	t := o.TrustedRequester
+	if t == "" {
+		t = "false"
+	}
+	return TopLevelCondition(t)
 }
 
 // WorkloadRules are the admission rules for every catalog kind.
@@ -52,6 +64,27 @@ func WorkloadRules(ops ...admissionregistrationv1.OperationType) []admissionregi
 				APIVersions: []string{r.Version},
 				Resources:   r.Resources,
 				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		})
+	}
+	return rules
+}
+
+// ScaleRules are the admission rules for the scale subresource of the kinds
+// whose scale is judged as an update of the workload (cluster.ScaledKinds).
+func ScaleRules() []admissionregistrationv1.RuleWithOperations {
+	var rules []admissionregistrationv1.RuleWithOperations
+	for _, gvk := range cluster.ScaledKinds {
+		in, ok := integrations.Lookup(gvk.GroupKind())
+		if !ok {
+			continue
+		}
+		rules = append(rules, admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{gvk.Group}, APIVersions: []string{gvk.Version},
+				Resources: []string{in.Resource + "/" + admission.ScaleSubResource},
+				Scope:     ptr.To(admissionregistrationv1.NamespacedScope),
 			},
 		})
 	}
@@ -109,7 +142,7 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 			TimeoutSeconds:          o.timeout(),
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
-			MatchConditions:         []admissionregistrationv1.MatchCondition{TopLevelCondition()},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{o.topLevel()},
 		}},
 	}
 }
@@ -151,8 +184,8 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    ValidateWorkloadsWebhook,
 			ClientConfig:            o.clientConfig(handlers.ValidateWorkloadsPath),
-			Rules:                   WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update),
-			MatchConditions:         []admissionregistrationv1.MatchCondition{TopLevelCondition()},
+			Rules:                   append(WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), ScaleRules()...),
+			MatchConditions:         []admissionregistrationv1.MatchCondition{o.topLevel()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       o.namespaceSelector(),

@@ -7,8 +7,14 @@
 package workload
 
 import (
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
@@ -20,14 +26,119 @@ func Labels(obj *unstructured.Unstructured, in *integrations.Integration) map[st
 	return m
 }
 
-// QueueName is the workload's kueue.x-k8s.io/queue-name, or "".
+// QueueName is the workload's effective kueue.x-k8s.io/queue-name, or "": read
+// where Kueue reads it (see EffectiveLabel).
 func QueueName(obj *unstructured.Unstructured, in *integrations.Integration) string {
-	return Labels(obj, in)[integrations.QueueNameLabel]
+	return EffectiveLabel(obj, in, integrations.QueueNameLabel)
 }
 
-// PriorityClass is the workload's kueue.x-k8s.io/priority-class, or "".
+// PriorityClass is the workload's effective kueue.x-k8s.io/priority-class, or "".
 func PriorityClass(obj *unstructured.Unstructured, in *integrations.Integration) string {
-	return Labels(obj, in)[integrations.PriorityClassLabel]
+	return EffectiveLabel(obj, in, integrations.PriorityClassLabel)
+}
+
+// OwnLabel is a label at the kind's own queue-label place (the object's
+// metadata, a CronJob's job template), ignoring pod templates.
+func OwnLabel(obj *unstructured.Unstructured, in *integrations.Integration, key string) string {
+	return Labels(obj, in)[key]
+}
+
+// EffectiveLabel is the value of one of Kueue's labels as Kueue acts on it: the
+// object's own label; for kinds whose pods Kueue admits as pods or pod groups
+// (integrations.Integration.TemplateQueue), else the pod template's. Every other
+// place the label appears must agree with it (LabelSites, checked by the
+// validating path), so reading one place is enough.
+func EffectiveLabel(obj *unstructured.Unstructured, in *integrations.Integration, key string) string {
+	if v := OwnLabel(obj, in, key); v != "" || !in.TemplateQueue {
+		return v
+	}
+	for _, s := range NestedLabelSites(obj, in, key) {
+		if s.Value != "" {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// LabelSite is one place inside an object, other than its own labels, where a
+// label is set: a pod template's, a JobSet's job template's, an AppWrapper
+// component's.
+type LabelSite struct {
+	// Path is the labels map's path (without the key).
+	Path *field.Path
+	// Value is the label's value there.
+	Value string
+}
+
+// Field is the site's label as a field path, for violations.
+func (s LabelSite) Field(key string) *field.Path { return s.Path.Key(key) }
+
+// NestedLabelSites finds every labels map nested in the object (any
+// `metadata.labels` below the top level, other than the kind's own queue-label
+// place) that sets key. Kinds keep pod templates in many places (spec.template,
+// a JobSet's replicatedJobs, Kubeflow's replica specs, Ray's head and worker
+// groups, LeaderWorkerSet's leader and worker templates, AppWrapper's embedded
+// objects), and Kueue or the pods it admits read labels there, so the walk looks
+// everywhere, bounded in depth.
+func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integration, key string) []LabelSite {
+	var out []LabelSite
+	visitNestedLabels(obj, in, func(path *field.Path, labels map[string]any) {
+		if v, ok := labels[key].(string); ok {
+			out = append(out, LabelSite{Path: path, Value: v})
+		}
+	})
+	return out
+}
+
+// AlignNestedLabels sets key to value wherever a nested labels map already sets
+// it, so that a defaulted workload's templates agree with it. It adds the label
+// nowhere new.
+func AlignNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) {
+	visitNestedLabels(obj, in, func(_ *field.Path, labels map[string]any) {
+		if _, ok := labels[key]; ok {
+			labels[key] = value
+		}
+	})
+}
+
+// visitNestedLabels calls visit with every nested metadata.labels map, in a
+// stable order, except the object's own and the kind's own queue-label place.
+func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, visit func(*field.Path, map[string]any)) {
+	own := strings.Join(in.LabelsPath(), ".")
+	var walk func(node any, path *field.Path, segs []string, depth int)
+	walk = func(node any, path *field.Path, segs []string, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		switch n := node.(type) {
+		case map[string]any:
+			if md, ok := n["metadata"].(map[string]any); ok && len(segs) > 0 {
+				if labels, ok := md["labels"].(map[string]any); ok &&
+					strings.Join(append(slices.Clone(segs), "metadata", "labels"), ".") != own {
+					visit(path.Child("metadata", "labels"), labels)
+				}
+			}
+			keys := make([]string, 0, len(n))
+			for k := range n {
+				if k != "metadata" && k != "status" {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				child := field.NewPath(k)
+				if path != nil {
+					child = path.Child(k)
+				}
+				walk(n[k], child, append(segs, k), depth+1)
+			}
+		case []any:
+			for i, v := range n {
+				walk(v, path.Index(i), append(segs, "["+strconv.Itoa(i)+"]"), depth+1)
+			}
+		}
+	}
+	walk(obj.Object, nil, nil, 0)
 }
 
 // SetLabel sets one label in the kind's queue-label metadata, creating the maps on
@@ -51,19 +162,6 @@ func setString(obj *unstructured.Unstructured, path []string, key, value string)
 		return nil
 	}
 	return unstructured.SetNestedField(obj.Object, value, append(path, key)...)
-}
-
-// IsTopLevel reports whether the object is a workload of its own, rather than a part
-// of one managed by a controller Kueue knows (a Job's pods, a JobSet's Jobs, a
-// ReplicaSet's pods). Only top-level workloads get a queue.
-func IsTopLevel(obj *unstructured.Unstructured) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller &&
-			integrations.IsManagedOwner(integrations.ParseGroupKind(ref.APIVersion, ref.Kind)) {
-			return false
-		}
-	}
-	return true
 }
 
 // resourceMapKeys are the fields that hold a container's or a node's resource

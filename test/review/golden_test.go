@@ -18,7 +18,7 @@ import (
 // goldenDir holds the expected output of each case; docs/review.md quotes them.
 var goldenDir = filepath.Join("testdata", "golden")
 
-// corpusArgs review the whole corpus as DESIGN.md §3 runs it: the test
+// corpusArgs review the whole corpus as the README runs it: the test
 // configuration (whose policies.directory is the repository's policies/) and
 // the cluster state.
 var corpusArgs = []string{"-f", "testdata/corpus", "--config", "testdata/config.yaml", "--cluster-state", "testdata/cluster-state.yaml"}

@@ -93,7 +93,58 @@ rules from pkg/webhookconfig, and RBAC rules from what the server reads.
 {{- if not $gen }}
 {{- fail "files/webhooks.yaml is missing from the chart: run `make generate`" }}
 {{- end }}
-{{- $gen }}
+{{- /* The generated match conditions hold a placeholder for the trusted
+requesters; the expression goes into single-quoted YAML scalars, so its quotes
+are doubled. */}}
+{{- $trusted := include "kueue-guard.trustedRequesterCEL" . | replace "'" "''" }}
+{{- $gen | replace "__TRUSTED_REQUESTER__" $trusted }}
+{{- end }}
+
+{{/*
+trust.controllers as the server runs with it: config.trust.controllers plus
+Kueue's own service account in config.kueueNamespace. The configuration file
+and the webhooks' match conditions are both rendered from this one list.
+*/}}
+{{- define "kueue-guard.trustedControllers" -}}
+{{- $kueue := printf "system:serviceaccount:%s:kueue-controller-manager" .Values.config.kueueNamespace }}
+{{- $list := .Values.config.trust.controllers | default list }}
+{{- if not (has $kueue $list) }}
+{{- $list = append $list $kueue }}
+{{- end }}
+{{- toJson $list }}
+{{- end }}
+
+{{/*
+The CEL expression that is true for a request from a trusted controller, the
+same expression the server's Go code builds (package trust, Matcher.CEL):
+usernames, "prefix*" username prefixes and "group:NAME" groups.
+*/}}
+{{- define "kueue-guard.trustedRequesterCEL" -}}
+{{- $users := list }}{{- $prefixes := list }}{{- $groups := list }}
+{{- range (include "kueue-guard.trustedControllers" . | fromJsonArray) }}
+{{- if hasPrefix "group:" . }}
+{{- $groups = append $groups (printf "'%s'" (trimPrefix "group:" .)) }}
+{{- else if hasSuffix "*" . }}
+{{- $prefixes = append $prefixes (printf "'%s'" (trimSuffix "*" .)) }}
+{{- else }}
+{{- $users = append $users (printf "'%s'" .) }}
+{{- end }}
+{{- end }}
+{{- $terms := list }}
+{{- if $users }}
+{{- $terms = append $terms (printf "request.userInfo.username in [%s]" (join ", " $users)) }}
+{{- end }}
+{{- if $prefixes }}
+{{- $terms = append $terms (printf "[%s].exists(p, request.userInfo.username.startsWith(p))" (join ", " $prefixes)) }}
+{{- end }}
+{{- if $groups }}
+{{- $terms = append $terms (printf "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s]))" (join ", " $groups)) }}
+{{- end }}
+{{- if $terms }}
+{{- printf "(%s)" (join " || " $terms) }}
+{{- else }}
+{{- print "false" }}
+{{- end }}
 {{- end }}
 
 {{- define "kueue-guard.generatedRBAC" -}}

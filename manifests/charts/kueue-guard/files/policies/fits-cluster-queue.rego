@@ -1,7 +1,7 @@
 # METADATA
 # title: Workload fits its ClusterQueue
 # description: >-
-#   Denies a new workload that can never be admitted by its ClusterQueue: its total
+#   Denies a new workload, or an update that grows one, that can never be admitted by its ClusterQueue: its total
 #   request of a resource exceeds what every flavor of the queue together could
 #   provide with full borrowing (nominal quota + borrowing limit per flavor), or one
 #   pod set needs more than the largest flavor. When a flavor may borrow without a
@@ -82,7 +82,7 @@ explain(r) := sprintf("(nominal %s + borrowing limit %s)", [lib.amount(r, q.nomi
 } else := sprintf("(across flavors %s)", [concat(", ", [q.flavor | some q in flavors[r]])])
 
 deny contains msg if {
-	lib.creating
+	lib.judged
 	some r in too_big
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
@@ -93,7 +93,7 @@ deny contains msg if {
 
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
-	lib.creating
+	lib.judged
 	some r, caps in capacities
 	count(caps) > 1
 	not r in too_big
@@ -108,7 +108,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	lib.creating
+	lib.judged
 	some r, free_now in available
 	not r in too_big
 	input.workload.totalRequests[r] > free_now
@@ -119,7 +119,7 @@ warn contains msg if {
 }
 
 warn contains msg if {
-	lib.creating
+	lib.judged
 	some r, qs in flavors
 	count(qs) == 0
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])

@@ -1,7 +1,7 @@
 # METADATA
 # title: Maximum GPUs per workload
 # description: >-
-#   Denies a new workload that requests more GPUs in total (every pod of every pod
+#   Denies a new workload (or an update that grows one) that requests more GPUs in total (every pod of every pod
 #   set) than its namespace allows in one workload. The limit is the namespace label
 #   kueue-guard.io/max-gpus, else data.kueue_guard.config.max_gpus.namespaces[namespace],
 #   else data.kueue_guard.config.max_gpus.default; without any of them there is no
@@ -35,7 +35,7 @@ limit := to_number(label_value) if {
 }
 
 deny contains msg if {
-	lib.creating
+	lib.judged
 	requested > limit
 	msg := sprintf(
 		"requests %v GPUs (%s) but namespace %q allows at most %v per workload",
@@ -44,7 +44,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	lib.creating
+	lib.judged
 	label_value
 	not valid_label
 	msg := sprintf("namespace label %s=%q is not a whole number and is ignored", [max_gpus_label, label_value])

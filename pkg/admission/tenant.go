@@ -1,0 +1,287 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+)
+
+// Rule names of the guards that keep a tenant's workload in its queue.
+const (
+	RuleQueueLabelRemoved  = "queue-label-removed"
+	RuleResumeWithoutQueue = "resume-without-queue"
+	RuleLabelMismatch      = "label-mismatch"
+	RuleDefaultingBackstop = "defaulting-backstop"
+	RuleUnqueuedWorkload   = "unqueued-workload"
+	RulePodGroupResize     = "pod-group-resize"
+)
+
+const msgOnlyTrustedMayDequeue = "only Kueue and the cluster's controllers may take a workload out of its queue"
+
+// QueuePolicy answers, for one namespace, whether its workloads must be queued:
+// defaulting gives them a queue there, or the configuration's unqueued action is
+// deny there. The guards below only hold tenants to a queue where one is owed.
+type QueuePolicy struct {
+	resolver *QueueResolver
+	missing  config.MissingLocalQueueAction
+	backstop config.BackstopAction
+	unqueued config.UnqueuedAction
+	selector labels.Selector
+}
+
+// NewQueuePolicy compiles the defaulting configuration once.
+func NewQueuePolicy(cfg *config.Configuration, resolver *QueueResolver) (*QueuePolicy, error) {
+	sel, err := cfg.Defaulting.Unqueued.Selector()
+	if err != nil {
+		return nil, fmt.Errorf("defaulting.unqueued.namespaceSelector: %w", err)
+	}
+	return &QueuePolicy{resolver: resolver, missing: cfg.Defaulting.MissingLocalQueue, backstop: cfg.Defaulting.Backstop,
+		unqueued: cfg.Defaulting.Unqueued.Action, selector: sel}, nil
+}
+
+// wouldDefault is the choice the defaulting step would make for a workload
+// without a queue, or nil when it would leave it unlabeled.
+func (q *QueuePolicy) wouldDefault(req *Request, view cluster.View) *QueueChoice {
+	c := q.resolver.Resolve(req.Namespace, unstructuredWorkload{req}, view)
+	if c == nil || (!c.Exists && q.missing == config.MissingLocalQueueIgnore) {
+		return nil
+	}
+	return c
+}
+
+// unqueuedAction is the configured action for an unqueued workload in the
+// namespace.
+func (q *QueuePolicy) unqueuedAction(namespace string, view cluster.View) config.UnqueuedAction {
+	if q.unqueued == config.UnqueuedAllow {
+		return config.UnqueuedAllow
+	}
+	ns, ok := view.Namespace(namespace)
+	var nsLabels labels.Set
+	if ok {
+		nsLabels = ns.Labels
+	}
+	if !q.selector.Matches(nsLabels) {
+		return config.UnqueuedAllow
+	}
+	return q.unqueued
+}
+
+// owed reports whether workloads in the request's namespace must carry a queue.
+func (q *QueuePolicy) owed(req *Request, view cluster.View) bool {
+	return q.wouldDefault(req, view) != nil || q.unqueuedAction(req.Namespace, view) == config.UnqueuedDeny
+}
+
+// QueueRetention keeps a queued workload queued: in a namespace where workloads
+// owe a queue, nobody but a trusted controller may remove the queue label (even
+// while the workload is suspended, when Kueue itself allows it), or resume a
+// workload that has no queue. Without it a tenant drops the label of a suspended
+// Job, then sets spec.suspend to false, and the Job runs outside quota.
+type QueueRetention struct {
+	policy *QueuePolicy
+}
+
+var _ Step = (*QueueRetention)(nil)
+
+// NewQueueRetention builds the step.
+func NewQueueRetention(policy *QueuePolicy) *QueueRetention { return &QueueRetention{policy: policy} }
+
+// Name implements Step.
+func (*QueueRetention) Name() string { return "queue-retention" }
+
+// Admit implements Step.
+func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if req.Operation != admissionv1.Update || req.OldObject == nil || t.TrustedController {
+		return nil
+	}
+	in := t.Integration
+	oldQ, newQ := workload.QueueName(req.OldObject, in), workload.QueueName(req.Object, in)
+	if newQ != "" {
+		return nil
+	}
+	removed := oldQ != ""
+	resumed := resumes(in, req.OldObject, req.Object)
+	if !removed && !resumed {
+		return nil
+	}
+	if !s.policy.owed(req, view) {
+		return nil
+	}
+	field := QueueLabelField(in).String()
+	if removed {
+		d.Deny(RuleQueueLabelRemoved, field, fmt.Sprintf(
+			"%s cannot be removed (was %q) in namespace %q, where workloads must be queued: %s; "+
+				"to move the workload, set another LocalQueue while it is suspended", integrations.QueueNameLabel, oldQ,
+			req.Namespace, msgOnlyTrustedMayDequeue))
+		return nil
+	}
+	d.Deny(RuleResumeWithoutQueue, resumeField(in), fmt.Sprintf(
+		"%s %q has no %s and cannot be resumed in namespace %q, where workloads must be queued: "+
+			"set %s to a LocalQueue and let Kueue admit it", in.GVK.Kind, req.Name, integrations.QueueNameLabel,
+		req.Namespace, integrations.QueueNameLabel))
+	return nil
+}
+
+// resumes reports whether an update starts a suspended workload: its suspend
+// field goes from true to false, or Kueue's scheduling gate is removed from a
+// Pod.
+func resumes(in *integrations.Integration, old, new *unstructured.Unstructured) bool {
+	s := in.Suspension
+	switch {
+	case s.Field != nil:
+		was, _, _ := unstructured.NestedBool(old.Object, s.Field...)
+		is, _, _ := unstructured.NestedBool(new.Object, s.Field...)
+		return was && !is
+	case s.SchedulingGate != "":
+		return hasGate(old, s.SchedulingGate) && !hasGate(new, s.SchedulingGate)
+	}
+	return false
+}
+
+func hasGate(obj *unstructured.Unstructured, gate string) bool {
+	gates, _, _ := unstructured.NestedSlice(obj.Object, "spec", "schedulingGates")
+	for _, g := range gates {
+		if m, ok := g.(map[string]any); ok && m["name"] == gate {
+			return true
+		}
+	}
+	return false
+}
+
+func resumeField(in *integrations.Integration) string {
+	if in.Suspension.Field != nil {
+		return strings.Join(in.Suspension.Field, ".")
+	}
+	return "spec.schedulingGates"
+}
+
+// LabelConsistency denies a workload whose queue or priority label in a pod
+// template (or any nested template) differs from the workload's own: Kueue and
+// the pods it admits read those places, so a template label is a second,
+// unjudged queue. Updates by trusted controllers are not checked: Kueue writes
+// the labels it propagates itself.
+type LabelConsistency struct{}
+
+var _ Step = LabelConsistency{}
+
+// Name implements Step.
+func (LabelConsistency) Name() string { return "label-consistency" }
+
+// Admit implements Step.
+func (LabelConsistency) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if !isCreateOrUpdate(req.Operation) || t.TrustedController {
+		return nil
+	}
+	in := t.Integration
+	for _, key := range []string{integrations.QueueNameLabel, integrations.PriorityClassLabel} {
+		want := workload.EffectiveLabel(req.Object, in, key)
+		for _, site := range workload.NestedLabelSites(req.Object, in, key) {
+			if site.Value == want {
+				continue
+			}
+			d.Deny(RuleLabelMismatch, site.Field(key).String(), fmt.Sprintf(
+				"%s is %q here but %q on the %s itself: Kueue would act on both; remove it here or set the same value",
+				key, site.Value, want, in.GVK.Kind))
+		}
+	}
+	return nil
+}
+
+// Backstop catches, on the validating path, a new workload without a queue that
+// the mutating webhook would have labeled. That webhook fails open (it must not
+// stop workloads while it is down), so during its outage or rollout, or when a
+// request reaches the API server around it, the workload would otherwise be
+// created unqueued. The same step applies defaulting.unqueued to workloads that
+// no source gives a queue.
+type Backstop struct {
+	policy *QueuePolicy
+}
+
+var _ Step = (*Backstop)(nil)
+
+// NewBackstop builds the step.
+func NewBackstop(policy *QueuePolicy) *Backstop { return &Backstop{policy: policy} }
+
+// Name implements Step.
+func (*Backstop) Name() string { return "defaulting-backstop" }
+
+// Admit implements Step.
+func (s *Backstop) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if req.Operation != admissionv1.Create {
+		return nil
+	}
+	in := t.Integration
+	if workload.QueueName(req.Object, in) != "" {
+		return nil
+	}
+	field := QueueLabelField(in).String()
+	if c := s.policy.wouldDefault(req, view); c != nil {
+		msg := fmt.Sprintf("%s has no %s although namespace %q's workloads get LocalQueue %q (%s): "+
+			"queue defaulting did not run; retry, or set the label yourself", in.GVK.Kind, integrations.QueueNameLabel,
+			req.Namespace, c.LocalQueue, c.Source)
+		switch s.policy.backstop {
+		case config.BackstopDeny:
+			d.Deny(RuleDefaultingBackstop, field, msg)
+		case config.BackstopWarn:
+			d.Warn(RuleDefaultingBackstop, field, fmt.Sprintf("no %s: queue defaulting did not run, so Kueue will not manage it", integrations.QueueNameLabel))
+		}
+		return nil
+	}
+	switch s.policy.unqueuedAction(req.Namespace, view) {
+	case config.UnqueuedDeny:
+		d.Deny(RuleUnqueuedWorkload, field, fmt.Sprintf(
+			"%s has no %s and namespace %q has no default queue: Kueue would not manage it, so it would run outside quota; "+
+				"set %s to one of the namespace's LocalQueues", in.GVK.Kind, integrations.QueueNameLabel, req.Namespace,
+			integrations.QueueNameLabel))
+	case config.UnqueuedWarn:
+		d.Warn(RuleUnqueuedWorkload, field, fmt.Sprintf("no %s: Kueue will not manage it, so it runs outside quota", integrations.QueueNameLabel))
+	}
+	return nil
+}
+
+// PodGroupResize denies resizing a queued StatefulSet between two non-zero
+// sizes: Kueue admits it as one pod group whose size is fixed at admission, and
+// refuses such an update itself, but its webhook does not see the scale
+// subresource, so `kubectl scale` would grow an admitted group past its quota.
+// Scaling to zero and back is allowed (Kueue admits the new size as a new
+// workload). Trusted controllers are not judged.
+type PodGroupResize struct{}
+
+var _ Step = PodGroupResize{}
+
+// Name implements Step.
+func (PodGroupResize) Name() string { return "pod-group-resize" }
+
+// Admit implements Step.
+func (PodGroupResize) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	in := t.Integration
+	if req.Operation != admissionv1.Update || req.OldObject == nil || t.TrustedController ||
+		in.GVK.Group != "apps" || in.GVK.Kind != "StatefulSet" || workload.QueueName(req.OldObject, in) == "" {
+		return nil
+	}
+	oldN, newN := replicas(req.OldObject), replicas(req.Object)
+	if oldN == newN || oldN == 0 || newN == 0 {
+		return nil
+	}
+	d.Deny(RulePodGroupResize, "spec.replicas", fmt.Sprintf(
+		"StatefulSet %q is queued as one pod group of %d: Kueue cannot resize it to %d; scale it to 0 first, then to %d",
+		req.Name, oldN, newN, newN))
+	return nil
+}
+
+// replicas reads spec.replicas with the API server's default of 1.
+func replicas(obj *unstructured.Unstructured) int64 {
+	n, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if err != nil || !found {
+		return 1
+	}
+	return n
+}
