@@ -22,9 +22,9 @@ import (
 // Request is one object under admission, built from an AdmissionRequest or, by the
 // reviewer, from a manifest.
 type Request struct {
-	UID         types.UID
-	Operation   admissionv1.Operation
-	Kind schema.GroupVersionKind
+	UID       types.UID
+	Operation admissionv1.Operation
+	Kind      schema.GroupVersionKind
 	// Resource is the resource requested; on a subresource (scale) it names the
 	// workload's resource while Kind is the subresource's kind.
 	Resource    schema.GroupVersionResource
