@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -210,7 +211,7 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 		Entry("a tenant namespace", tenant),
 	)
 
-	It("never send the workload webhooks a pod that belongs to a Job", func() {
+	It("never send the workload webhooks a pod the Job controller creates for its Job, and send everyone else's", func() {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "chart-job-pod-", Namespace: tenant,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "parent",
@@ -218,9 +219,19 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 			Spec: deployment(tenant).Spec.Template.Spec,
 		}
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-		d := delta(func() { Expect(k8sClient.Create(ctx, pod, client.DryRunAll)).To(Succeed()) })
+		jobController := rest.CopyConfig(env.Config)
+		jobController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:job-controller",
+			Groups: []string{"system:masters"}}
+		asJobController, err := client.New(jobController, client.Options{Scheme: env.Scheme})
+		Expect(err).NotTo(HaveOccurred())
+		d := delta(func() { Expect(asJobController.Create(ctx, pod.DeepCopy(), client.DryRunAll)).To(Succeed()) })
 		Expect(d[webhookconfig.MutateWorkloadsWebhook]).To(BeZero())
 		Expect(d[webhookconfig.ValidateWorkloadsWebhook]).To(BeZero())
+
+		// The same owner reference from anyone else (here the suite's admin) is a
+		// field they wrote: the pod is sent, and judged as a workload of its own.
+		d = delta(func() { Expect(k8sClient.Create(ctx, pod.DeepCopy(), client.DryRunAll)).To(Succeed()) })
+		Expect(d[webhookconfig.MutateWorkloadsWebhook]).To(BeNumerically(">=", 1), "a forged owner is sent")
 
 		top := pod.DeepCopy()
 		top.OwnerReferences = nil

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -94,6 +95,7 @@ var _ = BeforeSuite(func() {
 	policyDir, err = os.MkdirTemp("", "kueue-guard-policies-")
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(os.RemoveAll, policyDir)
+	opts.TrustedRequester = trust.New(suiteConfig().Trust.Controllers).CEL()
 	env, err = testenv.Start([]*admissionregistrationv1.MutatingWebhookConfiguration{webhookconfig.Mutating(opts)},
 		[]*admissionregistrationv1.ValidatingWebhookConfiguration{webhookconfig.Validating(opts)})
 	Expect(err).NotTo(HaveOccurred())
@@ -153,4 +155,15 @@ func clientWithWarnings() (client.Client, *warningCollector) {
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	return c, w
+}
+
+// clientAs returns a client that impersonates user (the suite's admin may), so
+// that a request carries a controller's identity as the API server sees it.
+func clientAs(user string) client.Client {
+	cfg := rest.CopyConfig(env.Config)
+	// system:masters: the test is about whose word the webhook takes, not RBAC.
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:masters", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }
