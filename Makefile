@@ -8,12 +8,18 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-# The test control plane: kube-apiserver and kubectl from k8s.io/kubernetes at the
-# minor of our k8s.io/api, etcd from go.etcd.io modules (hack/testcp).
-KUBE_VERSION := v1.35.4
-KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-                -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35
-TESTCP_SRCS  := $(shell find hack/testcp -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
+# The test control plane: kube-apiserver, kube-controller-manager and kubectl from
+# k8s.io/kubernetes at the minor of our k8s.io/api, etcd from go.etcd.io modules
+# (hack/testcp), and Kueue's controller manager from sigs.k8s.io/kueue (hack/kueue,
+# the version in its go.mod, stamped so that the manager reports it).
+KUBE_VERSION  := v1.35.4
+KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35
+KUEUE_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kueue" { print $$2 }' hack/kueue/go.mod)
+KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) \
+                 -X sigs.k8s.io/kueue/pkg/version.GitCommit=$(KUEUE_VERSION)
+TESTCP_BINS  := kube-apiserver etcd kubectl kube-controller-manager kueue-manager
+TESTCP_SRCS  := $(shell find hack/testcp hack/kueue -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
 TESTCP_STAMP := $(shell cat $(TESTCP_SRCS) Makefile | sha256sum | cut -c1-16)-$(shell $(GO) env GOVERSION)
 
 GINKGO_FLAGS ?=
@@ -31,9 +37,9 @@ help: ## Show the targets.
 build: ## Build bin/kueue-guard.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kueue-guard ./cmd/webhook
 
-testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl) into bin/testcp; instant when up to date.
+testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-controller-manager, Kueue) into bin/testcp; instant when up to date.
 	@if [ "$$(cat $(TESTCP)/.stamp 2>/dev/null)" = "$(TESTCP_STAMP)" ] && \
-	    [ -x $(TESTCP)/kube-apiserver ] && [ -x $(TESTCP)/etcd ] && [ -x $(TESTCP)/kubectl ]; then \
+	    (for b in $(TESTCP_BINS); do [ -x $(TESTCP)/$$b ] || exit 1; done); then \
 		echo "test control plane up to date in $(TESTCP)"; \
 	else \
 		set -e; mkdir -p $(TESTCP); rm -f $(TESTCP)/.stamp; \
@@ -43,6 +49,10 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl) into bi
 		(cd hack/testcp && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TESTCP)/kube-apiserver ./cmd/kube-apiserver); \
 		echo "building kubectl $(KUBE_VERSION)"; \
 		(cd hack/testcp && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TESTCP)/kubectl ./cmd/kubectl); \
+		echo "building kube-controller-manager $(KUBE_VERSION)"; \
+		(cd hack/testcp && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TESTCP)/kube-controller-manager ./cmd/kube-controller-manager); \
+		echo "building Kueue's manager $(KUEUE_VERSION) (a few minutes the first time)"; \
+		(cd hack/kueue && $(GO) build -ldflags "$(KUEUE_LDFLAGS)" -o $(TESTCP)/kueue-manager sigs.k8s.io/kueue/cmd/kueue); \
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 

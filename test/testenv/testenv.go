@@ -49,6 +49,9 @@ type Env struct {
 	Client         client.Client
 	KubeconfigPath string
 	assets         string
+	// children are the components started next to the API server (see
+	// controlplane.go); Stop stops them first.
+	children children
 }
 
 // Start starts kube-apiserver and etcd, installs the CRDs and registers the given
@@ -97,10 +100,12 @@ func Start(mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
 	return e, nil
 }
 
-// Stop stops the control plane and removes the kubeconfig.
+// Stop stops the components started next to the API server (kube-controller-manager,
+// Kueue), then the control plane, and removes the kubeconfig.
 func (e *Env) Stop() error {
+	err := e.children.stop()
 	_ = os.Remove(e.KubeconfigPath)
-	return e.Environment.Stop()
+	return errors.Join(err, e.Environment.Stop())
 }
 
 // Kubectl runs the control plane's own kubectl against the test API server.

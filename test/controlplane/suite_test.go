@@ -1,0 +1,88 @@
+// Package controlplane is the smoke suite of the test control plane: next to
+// envtest's kube-apiserver and etcd, the real kube-controller-manager runs each
+// controller under its own identity and the real Kueue manager admits jobs through
+// its own webhooks. Other suites rely on what it proves.
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+func TestControlPlane(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Control Plane Suite")
+}
+
+var (
+	// ctx bounds the suite's control plane processes: it ends in AfterSuite.
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    *testenv.Env
+	kcm    *testenv.Process
+	kq     *testenv.Kueue
+)
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(nil, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kcm, err = env.StartKubeControllerManager(ctx)
+	keepLogsOn(err)
+	Expect(err).NotTo(HaveOccurred())
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{})
+	keepLogsOn(err)
+	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("control plane logs in %s\n", logDir())
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && env != nil {
+		env.KeepLogs()
+		AddReportEntry("control plane logs", logSummary())
+	}
+})
+
+var _ = AfterSuite(func() {
+	if kq != nil {
+		Expect(kq.Stop()).To(Succeed())
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// keepLogsOn keeps the components' logs when the suite cannot start.
+func keepLogsOn(err error) {
+	if err != nil {
+		env.KeepLogs()
+	}
+}
+
+func logDir() string {
+	d, _ := env.LogDir()
+	return d
+}
+
+// logSummary names every component's log and shows its tail.
+func logSummary() string {
+	var b strings.Builder
+	for _, p := range env.Processes() {
+		fmt.Fprintf(&b, "%s: %s\n%s\n\n", p.Name, p.LogPath, p.Tail(30))
+	}
+	return b.String()
+}
