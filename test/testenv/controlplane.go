@@ -95,7 +95,8 @@ func ControllerUsername(controller string) string {
 // StartKubeControllerManager runs bin/testcp/kube-controller-manager with
 // DefaultKubeControllers, each controller under its own service account
 // (--use-service-account-credentials), and waits until the controllers work: the
-// `default` ServiceAccount appears in a fresh namespace. Env.Stop stops it.
+// `default` ServiceAccount appears in a fresh namespace. The process lives until
+// ctx ends or Env.Stop (so pass the suite's context, not a spec's).
 func (e *Env) StartKubeControllerManager(ctx context.Context) (*Process, error) {
 	return e.StartKubeControllerManagerWith(ctx, KubeControllerManagerOptions{})
 }
@@ -250,7 +251,9 @@ func (k *Kueue) LogPath() string { return k.Process.LogPath }
 // webhook server on a local port, registers Kueue's webhook configurations (from
 // Kueue's chart in the module cache, with each clientConfig pointed at that port)
 // and waits until the manager is ready and its webhooks answer. The manager
-// authenticates as KueueUsername. Kueue's CRDs are installed by Start.
+// authenticates as KueueUsername. Kueue's CRDs are installed by Start; the binary
+// must be the Kueue version whose CRDs those are. The process lives until ctx ends,
+// Stop or Env.Stop (so pass the suite's context, not a spec's).
 func (e *Env) StartKueue(ctx context.Context, opts KueueOptions) (*Kueue, error) {
 	base, err := e.children.dir()
 	if err != nil {
@@ -258,6 +261,9 @@ func (e *Env) StartKueue(ctx context.Context, opts KueueOptions) (*Kueue, error)
 	}
 	dir, err := os.MkdirTemp(base, "kueue-")
 	if err != nil {
+		return nil, err
+	}
+	if err := checkKueueVersion(); err != nil {
 		return nil, err
 	}
 	if err := ensureKueueMetricsCert(); err != nil {
@@ -331,6 +337,9 @@ func (k *Kueue) start(ctx context.Context) error {
 		filepath.Join(filepath.Dir(k.ConfigPath), "kueue-manager.log"))
 	if err != nil {
 		return err
+	}
+	if k.Process != nil {
+		k.env.children.remove(k.Process)
 	}
 	k.Process = p
 	if err := p.waitFor(ctx, 2*time.Minute, "Kueue's readiness probe", func() (bool, error) {
@@ -564,6 +573,29 @@ func (e *Env) applyObjects(ctx context.Context, objs ...client.Object) error {
 		if err != nil {
 			return fmt.Errorf("applying %T %s: %w", o, client.ObjectKeyFromObject(o), err)
 		}
+	}
+	return nil
+}
+
+// checkKueueVersion makes sure that hack/kueue (which builds the manager) and our
+// go.mod (whose Kueue CRDs Start installs) require the same Kueue.
+func checkKueueVersion() error {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", "kueue", "go.mod"))
+	if err != nil {
+		return err
+	}
+	var built string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "sigs.k8s.io/kueue" {
+			built = f[1]
+		}
+	}
+	dirs, err := moduleDirs([]string{"sigs.k8s.io/kueue"})
+	if err != nil {
+		return err
+	}
+	if built == "" || !strings.HasSuffix(dirs["sigs.k8s.io/kueue"], "@"+built) {
+		return fmt.Errorf("hack/kueue/go.mod builds Kueue %q but the CRDs come from %s: require the same version in both", built, dirs["sigs.k8s.io/kueue"])
 	}
 	return nil
 }
@@ -818,6 +850,13 @@ func (c *children) start(ctx context.Context, name, path string, args []string, 
 	c.procs = append(c.procs, p)
 	c.mu.Unlock()
 	return p, nil
+}
+
+// remove forgets a stopped process (Kueue.Restart replaces its process).
+func (c *children) remove(p *Process) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = slices.DeleteFunc(c.procs, func(q *Process) bool { return q == p })
 }
 
 // stop stops every process, last started first, and removes the directory unless

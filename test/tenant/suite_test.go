@@ -1,0 +1,200 @@
+// Package tenant plays the adversary kueue-guard is judged by: a namespace user
+// with only the built-in `edit` role in their own namespace, who writes any YAML
+// that role allows. It runs on the real control plane — kube-apiserver, etcd, the
+// real kube-controller-manager (each controller under its own identity) and the
+// real Kueue manager with its own webhooks — so owner references, identities and
+// Kueue's suspension are the real ones.
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+func TestTenant(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Tenant Suite")
+}
+
+const (
+	team     = "team-a" // the tenant's namespace: default queue, 4-GPU cap
+	tenant   = "alice"  // edit rights in team-a only
+	queue    = "lq"     // admits: 10 CPUs, 8 GPUs
+	heldLQ   = "held"   // a LocalQueue whose ClusterQueue is on hold: workloads stay queued
+	gpu      = "nvidia.com/gpu"
+	gpuLimit = "4"
+)
+
+var (
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    *testenv.Env
+	kq     *testenv.Kueue
+	srv    *testenv.Server
+	admin  client.Client
+	alice  client.Client
+	cfg    *config.Configuration
+)
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+
+	policyDir, err := os.MkdirTemp("", "kueue-guard-tenant-policies-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, policyDir)
+	_, err = testenv.CopyShippedPolicies(policyDir)
+	Expect(err).NotTo(HaveOccurred())
+
+	cfg = config.Default()
+	cfg.Policies.Directory = policyDir
+	Expect(cfg.Validate()).To(BeEmpty())
+
+	opts := testenv.WebhookOptions()
+	opts.TrustedRequester = trust.New(cfg.Trust.Controllers).CEL()
+	env, err = testenv.Start([]*admissionregistrationv1.MutatingWebhookConfiguration{webhookconfig.Mutating(opts)},
+		[]*admissionregistrationv1.ValidatingWebhookConfiguration{webhookconfig.Validating(opts)})
+	Expect(err).NotTo(HaveOccurred())
+	admin = env.Client
+
+	_, err = env.StartKubeControllerManager(ctx)
+	keepLogsOn(err)
+	Expect(err).NotTo(HaveOccurred())
+	// kueue-guard first: its validating webhook fails closed, and Kueue's
+	// start-up check creates a Job through it.
+	srv, err = env.StartServer(ctx, env.Config, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{})
+	keepLogsOn(err)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(kq.Username).To(Equal(config.KueueServiceAccount(config.DefaultKueueNamespace)),
+		"Kueue acts under the identity kueue-guard trusts by default")
+
+	setUpQueues()
+	alice = impersonating(tenant)
+	GinkgoWriter.Printf("control plane logs in %s\n", logDir())
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && env != nil {
+		env.KeepLogs()
+		AddReportEntry("control plane logs", logSummary())
+	}
+})
+
+var _ = AfterSuite(func() {
+	if srv != nil {
+		Expect(srv.Stop()).To(Succeed())
+	}
+	if kq != nil {
+		Expect(kq.Stop()).To(Succeed())
+	}
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// setUpQueues creates the tenant's namespace (default queue, GPU cap), alice's
+// edit RoleBinding there, and the queues: lq admits, held never does.
+func setUpQueues() {
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team,
+		Labels:      map[string]string{"kueue-guard.io/max-gpus": gpuLimit},
+		Annotations: map[string]string{admission.DefaultQueueAnnotation: queue}}})).To(Succeed())
+	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-edit"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+
+	// JobSet's own chart aggregates jobsets into edit; envtest has no such
+	// ClusterRole, so the test grants the same rights in the namespace.
+	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "jobsets-edit"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}})).To(Succeed())
+	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-jobsets"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "jobsets-edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+
+	Expect(admin.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).To(Succeed())
+	quota := func(name string, hold bool) *kueue.ClusterQueue {
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpu},
+				Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
+					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("10")},
+					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("64Gi")},
+					{Name: gpu, NominalQuota: resource.MustParse("8")},
+				}}},
+			}},
+		}}
+		if hold {
+			p := kueue.Hold
+			cq.Spec.StopPolicy = &p
+		}
+		return cq
+	}
+	Expect(admin.Create(ctx, quota("cq", false))).To(Succeed())
+	Expect(admin.Create(ctx, quota("held-cq", true))).To(Succeed())
+	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: queue},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}})).To(Succeed())
+	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: heldLQ},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: "held-cq"}})).To(Succeed())
+	// The server admits from its cache: wait until it has the queues.
+	Eventually(func() error {
+		lq := &kueue.LocalQueue{}
+		return admin.Get(ctx, client.ObjectKey{Namespace: team, Name: heldLQ}, lq)
+	}).Should(Succeed())
+}
+
+// impersonating is a client that acts as user, authorized by RBAC like any
+// namespace user.
+func impersonating(user string) client.Client {
+	c := rest.CopyConfig(env.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	cl, err := client.New(c, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func keepLogsOn(err error) {
+	if err != nil {
+		env.KeepLogs()
+	}
+}
+
+func logDir() string {
+	d, _ := env.LogDir()
+	return d
+}
+
+func logSummary() string {
+	var b strings.Builder
+	for _, p := range env.Processes() {
+		fmt.Fprintf(&b, "%s: %s\n%s\n\n", p.Name, p.LogPath, p.Tail(30))
+	}
+	return b.String()
+}

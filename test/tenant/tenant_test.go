@@ -1,0 +1,348 @@
+package tenant
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+var names = 0
+
+func name(prefix string) string {
+	names++
+	return fmt.Sprintf("%s-%d", prefix, names)
+}
+
+func podSpec(gpus int64) corev1.PodSpec {
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	if gpus > 0 {
+		res[gpu] = *resource.NewQuantity(gpus, resource.DecimalSI)
+	}
+	return corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+		Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}
+}
+
+func job(pods int32, gpus int64) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("job"),
+		Labels: map[string]string{"kueue.x-k8s.io/max-exec-time-seconds": "3600"}},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods),
+			Template: corev1.PodTemplateSpec{Spec: podSpec(gpus)}}}
+}
+
+func queued(obj client.Object, q string) client.Object {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[integrations.QueueNameLabel] = q
+	obj.SetLabels(l)
+	return obj
+}
+
+// forgedOwner is an owner reference a tenant can write into any object: a
+// controller owner of a kind Kueue manages, which does not exist.
+func forgedOwner(apiVersion, kind string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "ghost",
+		UID: types.UID("00000000-0000-0000-0000-000000000000"), Controller: ptr.To(true)}}
+}
+
+// stoppedOrQueued expects a create with a forged owner either refused (Kueue's own
+// webhook looks up the owner of a queued object) or admitted queued and
+// suspended: never created unqueued.
+func stoppedOrQueued(err error, j *batchv1.Job) {
+	GinkgoHelper()
+	if err != nil {
+		Expect(err.Error()).To(ContainSubstring(`"ghost" not found`))
+		return
+	}
+	suspendedInQueue(j, queue)
+}
+
+// denied expects a 422 whose message names the rule.
+func denied(err error, rule string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred())
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	Expect(err.Error()).To(ContainSubstring("[" + rule + "]"))
+}
+
+func get(obj client.Object) client.Object {
+	GinkgoHelper()
+	Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	return obj
+}
+
+// suspendedInQueue checks what Kueue and kueue-guard made of a created Job: it
+// carries the queue and Kueue suspended it.
+func suspendedInQueue(j *batchv1.Job, q string) {
+	GinkgoHelper()
+	get(j)
+	Expect(j.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, q))
+	Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "Kueue suspended it at creation")
+}
+
+var _ = Describe("a namespace user with edit rights", func() {
+	Describe("cannot escape with a forged controller owner", func() {
+		It("sees the RBAC the test relies on", func() {
+			// A tenant can create Jobs in their namespace, not elsewhere.
+			Expect(alice.Create(ctx, job(1, 0))).To(Succeed())
+			other := job(1, 0)
+			other.Namespace = "default"
+			Expect(apierrors.IsForbidden(alice.Create(ctx, other))).To(BeTrue())
+		})
+
+		DescribeTable("a Job naming a Kueue-managed owner is queued, suspended and judged as top-level",
+			func(apiVersion, kind string) {
+				j := job(1, 2)
+				j.OwnerReferences = forgedOwner(apiVersion, kind)
+				stoppedOrQueued(alice.Create(ctx, j), j)
+
+				big := job(16, 4) // 64 GPUs, one line of YAML away from running outside quota
+				big.OwnerReferences = forgedOwner(apiVersion, kind)
+				Expect(alice.Create(ctx, big)).NotTo(Succeed())
+			},
+			Entry("a JobSet", "jobset.x-k8s.io/v1alpha2", "JobSet"),
+			Entry("a Job", "batch/v1", "Job"),
+			Entry("an owner at an API that is not served", "example.com/v1", "Job"),
+			Entry("a ReplicaSet", "apps/v1", "ReplicaSet"),
+		)
+
+		It("a Pod naming a Job owner is queued and gated by Kueue", func() {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"),
+				OwnerReferences: forgedOwner("batch/v1", "Job")}, Spec: podSpec(1)}
+			if err := alice.Create(ctx, p); err != nil {
+				// Queued by kueue-guard, Kueue's own pod webhook then looks the owner up.
+				Expect(err.Error()).To(ContainSubstring(`"ghost" not found`))
+				return
+			}
+			get(p)
+			Expect(p.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			Expect(p.Spec.SchedulingGates).To(ContainElement(corev1.PodSchedulingGate{Name: integrations.KueueAdmissionGate}))
+		})
+
+		It("a JobSet naming a TrainJob owner is queued and suspended", func() {
+			js := fixtures.JobSet(team, name("js")).ControlledBy("trainer.kubeflow.org/v1alpha1", "TrainJob", "ghost").Obj()
+			if err := alice.Create(ctx, js); err != nil {
+				// Queued by kueue-guard, Kueue's own JobSet webhook then looks the owner up.
+				Expect(err.Error()).To(ContainSubstring(`"ghost" not found`))
+				return
+			}
+			Expect(admin.Get(ctx, client.ObjectKeyFromObject(js), js)).To(Succeed())
+			Expect(js.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			suspended, _, _ := unstructured.NestedBool(js.Object, "spec", "suspend")
+			Expect(suspended).To(BeTrue(), "Kueue suspended it")
+		})
+	})
+
+	Describe("cannot take a queued workload out of its queue", func() {
+		It("denies removing the queue of a suspended Job, and resuming it without one", func() {
+			j := queued(job(1, 1), heldLQ).(*batchv1.Job)
+			Expect(alice.Create(ctx, j)).To(Succeed())
+			suspendedInQueue(j, heldLQ)
+
+			patch := client.MergeFrom(j.DeepCopy())
+			delete(j.Labels, integrations.QueueNameLabel)
+			denied(alice.Patch(ctx, j, patch), admission.RuleQueueLabelRemoved)
+
+			get(j)
+			patch = client.MergeFrom(j.DeepCopy())
+			j.Labels[integrations.QueueNameLabel] = ""
+			Expect(alice.Patch(ctx, j, patch)).NotTo(Succeed(), "an empty queue is no queue")
+		})
+
+		It("denies removing the queue label of a gated Pod", func() {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod")}, Spec: podSpec(0)}
+			queued(p, heldLQ)
+			Expect(alice.Create(ctx, p)).To(Succeed())
+			get(p)
+			Expect(p.Spec.SchedulingGates).NotTo(BeEmpty())
+			patch := client.MergeFrom(p.DeepCopy())
+			delete(p.Labels, integrations.QueueNameLabel)
+			denied(alice.Patch(ctx, p, patch), admission.RuleQueueLabelRemoved)
+		})
+	})
+
+	Describe("cannot grow a workload after it was judged", func() {
+		It("denies patching a queued 1 x 4-GPU Job to 4 pods (16 GPUs) under a 4-GPU cap", func() {
+			j := queued(job(1, 4), heldLQ).(*batchv1.Job)
+			j.Spec.Completions = ptr.To[int32](4) // Kueue counts min(parallelism, completions) pods
+			Expect(alice.Create(ctx, j)).To(Succeed())
+			suspendedInQueue(j, heldLQ)
+			patch := client.MergeFrom(j.DeepCopy())
+			j.Spec.Parallelism = ptr.To[int32](4)
+			denied(alice.Patch(ctx, j, patch), "kueue_guard.max_gpus_per_workload")
+		})
+
+		It("cannot drop the requests of a queued Job (BestEffort pods are charged nothing)", func() {
+			j := queued(job(1, 0), heldLQ).(*batchv1.Job)
+			Expect(alice.Create(ctx, j)).To(Succeed())
+			suspendedInQueue(j, heldLQ)
+			patch := client.MergeFrom(j.DeepCopy())
+			j.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+			// The API server already refuses a Job's pod template change; kueue-guard
+			// judges such drops where a kind allows them (input.workload.grows).
+			Expect(alice.Patch(ctx, j, patch)).NotTo(Succeed())
+		})
+
+		It("denies kubectl scale of a queued StatefulSet between two sizes", func() {
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("sts"),
+				Labels: map[string]string{integrations.QueueNameLabel: heldLQ}},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sts"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "sts"}},
+						Spec: corev1.PodSpec{Containers: podSpec(1).Containers}}}}
+			Expect(alice.Create(ctx, sts)).To(Succeed())
+			// The server judges a scale from its cache of queued StatefulSets.
+			Eventually(func(g Gomega) {
+				scale := &autoscalingScale{}
+				g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
+				scale.setReplicas(5)
+				err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
+			}).Should(Succeed())
+			get(sts)
+			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
+		})
+	})
+
+	Describe("cannot put a second queue where Kueue reads labels", func() {
+		It("denies a pod template queue that differs from the Job's", func() {
+			j := queued(job(1, 0), queue).(*batchv1.Job)
+			j.Spec.Template.Labels = map[string]string{integrations.QueueNameLabel: heldLQ}
+			denied(alice.Create(ctx, j), admission.RuleLabelMismatch)
+		})
+
+		It("cannot give a Deployment's pods another priority class than the Deployment's", func() {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep"),
+				Labels: map[string]string{integrations.QueueNameLabel: queue, integrations.PriorityClassLabel: "low"}},
+				Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "d"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "d",
+						integrations.PriorityClassLabel: "critical"}}, Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+			// Kueue's Deployment webhook copies the Deployment's label over the
+			// template's before kueue-guard's validating webhook sees it; either
+			// way the pods run at the Deployment's class, which was judged.
+			if err := alice.Create(ctx, d); err == nil {
+				get(d)
+				Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(integrations.PriorityClassLabel, "low"))
+			} else {
+				denied(err, admission.RuleLabelMismatch)
+			}
+		})
+	})
+
+	Describe("cannot slip through while defaulting is down", func() {
+		It("is denied by the validating backstop, and retried once defaulting is back", func() {
+			m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			Expect(admin.Get(ctx, client.ObjectKey{Name: webhookconfig.MutatingName}, m)).To(Succeed())
+			saved := m.DeepCopy()
+			Expect(admin.Delete(ctx, m)).To(Succeed())
+			DeferCleanup(func() {
+				saved.ResourceVersion = ""
+				Expect(client.IgnoreAlreadyExists(admin.Create(ctx, saved))).To(Succeed())
+			})
+			j := job(1, 0)
+			Eventually(func() error { return alice.Create(ctx, j.DeepCopy()) }).Should(MatchError(ContainSubstring(
+				"[" + admission.RuleDefaultingBackstop + "]")))
+
+			saved.ResourceVersion = ""
+			Expect(admin.Create(ctx, saved)).To(Succeed())
+			Eventually(func() error { return alice.Create(ctx, j.DeepCopy()) }).Should(Succeed())
+			suspendedInQueue(j, queue)
+		})
+	})
+})
+
+var _ = Describe("the real controllers, with every shipped policy loaded", func() {
+	It("Kueue admits and unsuspends a queued Job, and the Job controller creates its pods untouched", func() {
+		j := job(2, 1)
+		Expect(alice.Create(ctx, j)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
+			g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted and resumed it")
+		}, 2*time.Minute).Should(Succeed())
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(admin.List(ctx, pods, client.InNamespace(team), client.MatchingLabels{"job-name": j.Name})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, p := range pods.Items {
+				g.Expect(p.Labels).NotTo(HaveKey(integrations.QueueNameLabel), "a Job's pods are part of the Job, not workloads")
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty())
+			}
+		}, time.Minute).Should(Succeed())
+		wls := &kueue.WorkloadList{}
+		Expect(admin.List(ctx, wls, client.InNamespace(team))).To(Succeed())
+		Expect(wls.Items).NotTo(BeEmpty())
+	})
+
+	It("a Deployment gets its ReplicaSet and pods, each pod queued and gated as Kueue does", func() {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+					Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+		Expect(alice.Create(ctx, d)).To(Succeed())
+		get(d)
+		Expect(d.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(admin.List(ctx, pods, client.InNamespace(team), client.MatchingLabels{"app": "web"})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2))
+			for _, p := range pods.Items {
+				g.Expect(metav1.GetControllerOf(&p).Kind).To(Equal("ReplicaSet"))
+				g.Expect(p.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			}
+		}, time.Minute).Should(Succeed())
+	})
+
+	It("a CronJob's Job is created by the CronJob controller, queued", func() {
+		cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("cron")},
+			Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kueue.x-k8s.io/max-exec-time-seconds": "60"}},
+				Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: podSpec(0)}}}}}
+		Expect(alice.Create(ctx, cj)).To(Succeed())
+		Eventually(func(g Gomega) {
+			jobs := &batchv1.JobList{}
+			g.Expect(admin.List(ctx, jobs, client.InNamespace(team))).To(Succeed())
+			var found bool
+			for _, j := range jobs.Items {
+				if owner := metav1.GetControllerOf(&j); owner != nil && owner.Name == cj.Name {
+					found = true
+					g.Expect(j.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+				}
+			}
+			g.Expect(found).To(BeTrue())
+		}, 2*time.Minute, time.Second).Should(Succeed())
+	})
+
+	It("the Job controller's identity is what kueue-guard trusts", func() {
+		Expect(cfg.Trust.Controllers).To(ContainElement(testenv.ControllerUsername("job")))
+	})
+})
+
+// autoscalingScale is a Scale read and written through the scale subresource.
+type autoscalingScale struct{ s autoscalingv1.Scale }
+
+func (a *autoscalingScale) obj() *autoscalingv1.Scale { return &a.s }
+
+func (a *autoscalingScale) setReplicas(n int32) { a.s.Spec.Replicas = n }
