@@ -108,7 +108,7 @@ func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view c
 		return nil
 	}
 	removed := oldQ != ""
-	resumed := resumes(in, req.OldObject, req.Object)
+	resumed := workload.Resumes(in, req.OldObject, req.Object)
 	if !removed && !resumed {
 		return nil
 	}
@@ -128,32 +128,6 @@ func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view c
 			"set %s to a LocalQueue and let Kueue admit it", in.GVK.Kind, req.Name, integrations.QueueNameLabel,
 		req.Namespace, integrations.QueueNameLabel))
 	return nil
-}
-
-// resumes reports whether an update starts a suspended workload: its suspend
-// field goes from true to false, or Kueue's scheduling gate is removed from a
-// Pod.
-func resumes(in *integrations.Integration, old, new *unstructured.Unstructured) bool {
-	s := in.Suspension
-	switch {
-	case s.Field != nil:
-		was, _, _ := unstructured.NestedBool(old.Object, s.Field...)
-		is, _, _ := unstructured.NestedBool(new.Object, s.Field...)
-		return was && !is
-	case s.SchedulingGate != "":
-		return hasGate(old, s.SchedulingGate) && !hasGate(new, s.SchedulingGate)
-	}
-	return false
-}
-
-func hasGate(obj *unstructured.Unstructured, gate string) bool {
-	gates, _, _ := unstructured.NestedSlice(obj.Object, "spec", "schedulingGates")
-	for _, g := range gates {
-		if m, ok := g.(map[string]any); ok && m["name"] == gate {
-			return true
-		}
-	}
-	return false
 }
 
 func resumeField(in *integrations.Integration) string {
@@ -181,16 +155,21 @@ func (LabelConsistency) Admit(_ context.Context, req *Request, t Target, _ clust
 		return nil
 	}
 	in := t.Integration
+	sites := workload.NestedLabelSites(req.Object, in, integrations.QueueNameLabel, integrations.PriorityClassLabel)
+	if len(sites) == 0 {
+		return nil
+	}
+	want := map[string]string{}
 	for _, key := range []string{integrations.QueueNameLabel, integrations.PriorityClassLabel} {
-		want := workload.EffectiveLabel(req.Object, in, key)
-		for _, site := range workload.NestedLabelSites(req.Object, in, key) {
-			if site.Value == want {
-				continue
-			}
-			d.Deny(RuleLabelMismatch, site.Field(key).String(), fmt.Sprintf(
-				"%s is %q here but %q on the %s itself: Kueue would act on both; remove it here or set the same value",
-				key, site.Value, want, in.GVK.Kind))
+		want[key] = workload.EffectiveLabel(req.Object, in, key)
+	}
+	for _, site := range sites {
+		if site.Value == want[site.Key] {
+			continue
 		}
+		d.Deny(RuleLabelMismatch, site.Field().String(), fmt.Sprintf(
+			"%s is %q here but %q on the %s itself: Kueue would act on both; remove it here or set the same value",
+			site.Key, site.Value, want[site.Key], in.GVK.Kind))
 	}
 	return nil
 }

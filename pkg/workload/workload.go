@@ -7,10 +7,7 @@
 package workload
 
 import (
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,7 +43,7 @@ func OwnLabel(obj *unstructured.Unstructured, in *integrations.Integration, key 
 // EffectiveLabel is the value of one of Kueue's labels as Kueue acts on it: the
 // object's own label; for kinds whose pods Kueue admits as pods or pod groups
 // (integrations.Integration.TemplateQueue), else the pod template's. Every other
-// place the label appears must agree with it (LabelSites, checked by the
+// place the label appears must agree with it (NestedLabelSites, checked by the
 // validating path), so reading one place is enough.
 func EffectiveLabel(obj *unstructured.Unstructured, in *integrations.Integration, key string) string {
 	if v := OwnLabel(obj, in, key); v != "" || !in.TemplateQueue {
@@ -66,27 +63,33 @@ func EffectiveLabel(obj *unstructured.Unstructured, in *integrations.Integration
 type LabelSite struct {
 	// Path is the labels map's path (without the key).
 	Path *field.Path
-	// Value is the label's value there.
-	Value string
+	// Key and Value are the label there.
+	Key, Value string
 }
 
 // Field is the site's label as a field path, for violations.
-func (s LabelSite) Field(key string) *field.Path { return s.Path.Key(key) }
+func (s LabelSite) Field() *field.Path { return s.Path.Key(s.Key) }
 
-// NestedLabelSites finds every labels map nested in the object (any
+// NestedLabelSites finds, in one walk, every labels map nested in the object (any
 // `metadata.labels` below the top level, other than the kind's own queue-label
-// place) that sets key. Kinds keep pod templates in many places (spec.template,
-// a JobSet's replicatedJobs, Kubeflow's replica specs, Ray's head and worker
-// groups, LeaderWorkerSet's leader and worker templates, AppWrapper's embedded
-// objects), and Kueue or the pods it admits read labels there, so the walk looks
-// everywhere, bounded in depth.
-func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integration, key string) []LabelSite {
+// place) that sets one of keys, sorted by path. Kinds keep pod templates in many
+// places (spec.template, a JobSet's replicatedJobs, Kubeflow's replica specs,
+// Ray's head and worker groups, LeaderWorkerSet's leader and worker templates,
+// AppWrapper's embedded objects), and Kueue or the pods it admits read labels
+// there, so the walk looks everywhere, bounded in depth. It runs on every
+// request: a field path is only built for a label it finds.
+func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integration, keys ...string) []LabelSite {
 	var out []LabelSite
-	visitNestedLabels(obj, in, func(path *field.Path, labels map[string]any) {
-		if v, ok := labels[key].(string); ok {
-			out = append(out, LabelSite{Path: path, Value: v})
+	visitNestedLabels(obj, in, func(segs []segment, labels map[string]any) {
+		for _, key := range keys {
+			if v, ok := labels[key].(string); ok {
+				out = append(out, LabelSite{Path: pathOf(segs).Child("metadata", "labels"), Key: key, Value: v})
+			}
 		}
 	})
+	if len(out) > 1 {
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Path.String() < out[j].Path.String() })
+	}
 	return out
 }
 
@@ -94,51 +97,89 @@ func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integrati
 // it, so that a defaulted workload's templates agree with it. It adds the label
 // nowhere new.
 func AlignNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) {
-	visitNestedLabels(obj, in, func(_ *field.Path, labels map[string]any) {
+	visitNestedLabels(obj, in, func(_ []segment, labels map[string]any) {
 		if _, ok := labels[key]; ok {
 			labels[key] = value
 		}
 	})
 }
 
-// visitNestedLabels calls visit with every nested metadata.labels map, in a
-// stable order, except the object's own and the kind's own queue-label place.
-func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, visit func(*field.Path, map[string]any)) {
-	own := strings.Join(in.LabelsPath(), ".")
-	var walk func(node any, path *field.Path, segs []string, depth int)
-	walk = func(node any, path *field.Path, segs []string, depth int) {
+// segment is one step of a walk: a map key, or an index (key "") into a list.
+type segment struct {
+	key   string
+	index int
+}
+
+func pathOf(segs []segment) *field.Path {
+	var p *field.Path
+	for _, s := range segs {
+		switch {
+		case s.key == "":
+			p = p.Index(s.index)
+		case p == nil:
+			p = field.NewPath(s.key)
+		default:
+			p = p.Child(s.key)
+		}
+	}
+	return p
+}
+
+// visitNestedLabels calls visit with every nested metadata.labels map and the
+// path of the object that holds it, except the object's own and the kind's own
+// queue-label place (a CronJob's job template). Maps are visited in no
+// particular order.
+func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, visit func([]segment, map[string]any)) {
+	// The kind's own labels live in QueueLabelPath's metadata; its holder is
+	// the path before "metadata" (the root for most kinds).
+	owner := in.QueueLabelPath[:len(in.QueueLabelPath)-1]
+	isOwn := func(segs []segment) bool {
+		if len(segs) != len(owner) {
+			return false
+		}
+		for i, s := range segs {
+			if s.key != owner[i] {
+				return false
+			}
+		}
+		return true
+	}
+	segs := make([]segment, 0, 16)
+	var walk func(node any, depth int)
+	walk = func(node any, depth int) {
 		if depth > maxDepth {
 			return
 		}
 		switch n := node.(type) {
 		case map[string]any:
-			if md, ok := n["metadata"].(map[string]any); ok && len(segs) > 0 {
-				if labels, ok := md["labels"].(map[string]any); ok &&
-					strings.Join(append(slices.Clone(segs), "metadata", "labels"), ".") != own {
-					visit(path.Child("metadata", "labels"), labels)
+			if md, ok := n["metadata"].(map[string]any); ok && len(segs) > 0 && !isOwn(segs) {
+				if labels, ok := md["labels"].(map[string]any); ok {
+					visit(segs, labels)
 				}
 			}
-			keys := make([]string, 0, len(n))
-			for k := range n {
-				if k != "metadata" && k != "status" {
-					keys = append(keys, k)
+			for k, v := range n {
+				if k == "metadata" || k == "status" {
+					continue
 				}
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				child := field.NewPath(k)
-				if path != nil {
-					child = path.Child(k)
+				switch v.(type) {
+				case map[string]any, []any:
+					segs = append(segs, segment{key: k})
+					walk(v, depth+1)
+					segs = segs[:len(segs)-1]
 				}
-				walk(n[k], child, append(segs, k), depth+1)
 			}
 		case []any:
 			for i, v := range n {
-				walk(v, path.Index(i), append(segs, "["+strconv.Itoa(i)+"]"), depth+1)
+				switch v.(type) {
+				case map[string]any, []any:
+					segs = append(segs, segment{index: i})
+					walk(v, depth+1)
+					segs = segs[:len(segs)-1]
+				}
 			}
 		}
 	}
-	walk(obj.Object, nil, nil, 0)
+	walk(obj.Object, 0)
 }
 
 // SetLabel sets one label in the kind's queue-label metadata, creating the maps on
@@ -238,11 +279,33 @@ func QueueMayChange(in *integrations.Integration, old, new *unstructured.Unstruc
 		// Kueue also refuses removing the label outright from such kinds.
 		return ready == 0 && QueueName(new, in) != ""
 	case s.SchedulingGate != "":
-		gates, _, _ := unstructured.NestedSlice(new.Object, "spec", "schedulingGates")
-		for _, g := range gates {
-			if m, ok := g.(map[string]any); ok && m["name"] == s.SchedulingGate {
-				return true
-			}
+		return HasSchedulingGate(new, s.SchedulingGate)
+	}
+	return false
+}
+
+// Resumes reports whether an update starts a suspended workload, by the kind's
+// own rule in the catalog: its suspend field goes from true to false, or Kueue's
+// scheduling gate is removed from a Pod.
+func Resumes(in *integrations.Integration, old, new *unstructured.Unstructured) bool {
+	s := in.Suspension
+	switch {
+	case s.Field != nil:
+		was, _, _ := unstructured.NestedBool(old.Object, s.Field...)
+		is, _, _ := unstructured.NestedBool(new.Object, s.Field...)
+		return was && !is
+	case s.SchedulingGate != "":
+		return HasSchedulingGate(old, s.SchedulingGate) && !HasSchedulingGate(new, s.SchedulingGate)
+	}
+	return false
+}
+
+// HasSchedulingGate reports whether a Pod carries the named scheduling gate.
+func HasSchedulingGate(obj *unstructured.Unstructured, gate string) bool {
+	gates, _, _ := unstructured.NestedSlice(obj.Object, "spec", "schedulingGates")
+	for _, g := range gates {
+		if m, ok := g.(map[string]any); ok && m["name"] == gate {
+			return true
 		}
 	}
 	return false
