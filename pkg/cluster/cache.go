@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // deploymentGVK is read as unstructured so the controller fingerprint works on the
@@ -32,8 +34,8 @@ func newDeployment() *unstructured.Unstructured {
 // Kueue's namespace.
 func CachedTypes() []client.Object {
 	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
-	for _, gvk := range ScaledKinds {
-		objs = append(objs, newUnstructured(gvk))
+	for _, in := range integrations.ScaleJudged() {
+		objs = append(objs, newUnstructured(in.GVK))
 	}
 	return objs
 }
@@ -44,15 +46,11 @@ func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return u
 }
 
-// queueNameLabel is Kueue's queue label (kept here rather than imported from
-// the integration catalog, which sits above this package).
-const queueNameLabel = "kueue.x-k8s.io/queue-name"
-
 // queuedOnly selects objects that carry a queue label: only queued scaled
 // workloads are cached, so a cluster's StatefulSets cost memory only when Kueue
 // manages them.
 var queuedOnly = func() labels.Selector {
-	r, err := labels.NewRequirement(queueNameLabel, selection.Exists, nil)
+	r, err := labels.NewRequirement(integrations.QueueNameLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -69,8 +67,8 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
 		newDeployment():     {Transform: stripDeployment},
 	}
-	for _, gvk := range ScaledKinds {
-		byObject[newUnstructured(gvk)] = cache.ByObject{Label: queuedOnly}
+	for _, in := range integrations.ScaleJudged() {
+		byObject[newUnstructured(in.GVK)] = cache.ByObject{Label: queuedOnly}
 	}
 	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject}
 }
@@ -213,15 +211,13 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 
 // ScaleTarget implements View.
 func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
-	for _, gvk := range ScaledKinds {
-		if gvk.GroupKind() != gk {
-			continue
-		}
-		u := newUnstructured(gvk)
-		if !v.get(namespace, name, u) {
-			return nil, false
-		}
-		return u, true
+	in, ok := integrations.Lookup(gk)
+	if !ok || !in.ScaleJudged {
+		return nil, false
 	}
-	return nil, false
+	u := newUnstructured(in.GVK)
+	if !v.get(namespace, name, u) {
+		return nil, false
+	}
+	return u, true
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // Snapshot is a View over a fixed set of objects: the offline reviewer's cluster
@@ -141,17 +143,13 @@ func (s *Snapshot) KueueFrameworks() ([]string, bool) {
 // ScaleTarget implements View: the queued StatefulSets added as unstructured.
 func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
 	u, ok := s.scaled[scaledKey{gk, namespace, name}]
-	if !ok || u.GetLabels()[queueNameLabel] == "" {
+	if !ok || u.GetLabels()[integrations.QueueNameLabel] == "" {
 		return nil, false
 	}
 	return u, true
 }
 
 func scaledKind(gvk schema.GroupVersionKind) bool {
-	for _, k := range ScaledKinds {
-		if k == gvk {
-			return true
-		}
-	}
-	return false
+	in, ok := integrations.Lookup(gvk.GroupKind())
+	return ok && in.ScaleJudged && in.GVK == gvk
 }

@@ -6,7 +6,6 @@
 package cluster
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,17 +29,12 @@ type View interface {
 	// cannot be found, so callers never guess.
 	KueueFrameworks() (frameworks []string, known bool)
 	// ScaleTarget returns a queued workload whose scale subresource is under
-	// admission (a StatefulSet that carries kueue.x-k8s.io/queue-name), so that
+	// admission (a kind with integrations.Integration.ScaleJudged that carries
+	// kueue.x-k8s.io/queue-name), so that
 	// a scale is judged as an update of the workload. Unqueued workloads are
 	// not held: Kueue does not manage them, and there is nothing to judge.
 	ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool)
 }
-
-// ScaledKinds are the kinds whose scale subresource is judged as an update of
-// the workload: Kueue admits a StatefulSet as one pod group, sized at
-// admission, and its own webhook does not see /scale. (A Deployment's and a
-// ReplicaSet's pods are judged one by one as they are created.)
-var ScaledKinds = []schema.GroupVersionKind{appsv1.SchemeGroupVersion.WithKind("StatefulSet")}
 
 // ControllerRef identifies a running Kueue controller manager by its top-level
 // object (a Deployment in every install we know of).

@@ -45,6 +45,12 @@ type Integration struct {
 	// Suspension says how Kueue tells that a workload of this kind is suspended:
 	// its queue may change only then.
 	Suspension Suspension
+	// ScaleJudged marks kinds whose scale subresource the validating webhook
+	// judges as an update of the queued workload: Kueue admits a StatefulSet as
+	// one pod group sized at admission, and its own webhook does not see /scale.
+	// (A Deployment's and a ReplicaSet's pods are judged one by one as they are
+	// created, which is how Kueue admits them.)
+	ScaleJudged bool
 	// TemplateQueue marks kinds whose pods Kueue admits as pods (Deployment) or
 	// pod groups (StatefulSet, LeaderWorkerSet): the queue and priority labels
 	// Kueue acts on are the pods', so a label in the pod template counts as the
@@ -112,7 +118,8 @@ var catalog = []Integration{
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}},
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true},
-	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true},
+	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
+		ScaleJudged: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
@@ -164,6 +171,18 @@ func All() []*Integration {
 func Lookup(gk schema.GroupKind) (*Integration, bool) {
 	i, ok := byGroupKind[gk]
 	return i, ok
+}
+
+// ScaleJudged returns the integrations whose scale subresource is judged, in
+// catalog order: the webhook rules and the server's cache both read it.
+func ScaleJudged() []*Integration {
+	var out []*Integration
+	for i := range catalog {
+		if catalog[i].ScaleJudged {
+			out = append(out, &catalog[i])
+		}
+	}
+	return out
 }
 
 // LookupResource finds the integration for a group and plural resource name,

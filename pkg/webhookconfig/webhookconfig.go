@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
-	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
@@ -71,14 +70,11 @@ func WorkloadRules(ops ...admissionregistrationv1.OperationType) []admissionregi
 }
 
 // ScaleRules are the admission rules for the scale subresource of the kinds
-// whose scale is judged as an update of the workload (cluster.ScaledKinds).
+// whose scale is judged as an update of the workload (ScaleJudged in the catalog).
 func ScaleRules() []admissionregistrationv1.RuleWithOperations {
 	var rules []admissionregistrationv1.RuleWithOperations
-	for _, gvk := range cluster.ScaledKinds {
-		in, ok := integrations.Lookup(gvk.GroupKind())
-		if !ok {
-			continue
-		}
+	for _, in := range integrations.ScaleJudged() {
+		gvk := in.GVK
 		rules = append(rules, admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 			Rule: admissionregistrationv1.Rule{
