@@ -92,6 +92,17 @@ var _ = Describe("the integration guard", func() {
 		Expect(d.Denials()[0].Message).To(HaveSuffix("use TrainJob (trainer.kubeflow.org/v1alpha1) instead"))
 	})
 
+	It("judges an update only when it changes the queue, so an unsupported object can still be cleaned up", func() {
+		old := fixtures.AppWrapper("a", "w").Queue("q").Obj()
+		old.SetFinalizers([]string{"workload.codeflare.dev/finalizer"})
+		cleaned := fixtures.AppWrapper("a", "w").Queue("q").Obj()
+		Expect(validate(built(config.Default()), view(nsWithQueue()...), update(old, cleaned)).Allowed()).To(BeTrue(),
+			"its controller removing a finalizer")
+		requeued := fixtures.AppWrapper("a", "w").Queue("other").Obj()
+		d := validate(built(config.Default()), view(append(nsWithQueue(), lq("a", "other"))...), update(old, requeued))
+		Expect(rules(d)).To(ContainElement(guard.RuleUnsupportedIntegration+"/deny"), "a change of queue is judged")
+	})
+
 	It("leaves workloads that are not Kueue workloads alone", func() {
 		d := validate(built(config.Default()), view(ns("a", nil, nil)), create(fixtures.AppWrapper("a", "w").Obj()))
 		Expect(d.Violations).To(BeEmpty())
