@@ -29,6 +29,7 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*P
 		return nil, err
 	}
 	validating := []Step{
+		OwnerGuard{},
 		NewBackstop(queuePolicy),
 		LabelConsistency{},
 		NewIntegrationGuard(cfg, resolver),

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -23,6 +24,7 @@ const (
 	RuleDefaultingBackstop = "defaulting-backstop"
 	RuleUnqueuedWorkload   = "unqueued-workload"
 	RulePodGroupResize     = "pod-group-resize"
+	RuleUntrustedOwner     = "untrusted-owner"
 )
 
 const msgOnlyTrustedMayDequeue = "only Kueue and the cluster's controllers may take a workload out of its queue"
@@ -263,4 +265,40 @@ func replicas(obj *unstructured.Unstructured) int64 {
 		return 1
 	}
 	return n
+}
+
+// OwnerGuard denies an object that names a Kueue-managed controller owner when
+// the requester is not a trusted controller. Kueue takes such an object as part
+// of its owner's workload: it neither suspends nor gates it, whatever its queue
+// label, so a tenant who names their own small queued Job as the owner of a big
+// one would run the big one outside quota. Only the owner's controller creates
+// its parts, and its requests never reach this step (the pipeline and the match
+// condition leave them out). On UPDATE, only a changed controller owner is
+// judged, so existing objects are not wedged.
+type OwnerGuard struct{}
+
+var _ Step = OwnerGuard{}
+
+// Name implements Step.
+func (OwnerGuard) Name() string { return "owner-guard" }
+
+// Admit implements Step.
+func (OwnerGuard) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if t.TrustedController || !isCreateOrUpdate(req.Operation) {
+		return nil
+	}
+	owner := metav1.GetControllerOfNoCopy(req.Object)
+	if owner == nil || !integrations.IsManagedOwner(owner.APIVersion, owner.Kind) {
+		return nil
+	}
+	if req.Operation == admissionv1.Update && req.OldObject != nil {
+		if old := metav1.GetControllerOfNoCopy(req.OldObject); old != nil && old.UID == owner.UID {
+			return nil
+		}
+	}
+	d.Deny(RuleUntrustedOwner, "metadata.ownerReferences", fmt.Sprintf(
+		"%s %q names %s %q as its controller owner, but only that workload's controller may create its parts: "+
+			"Kueue would count it as part of %q and never queue it; remove the owner reference "+
+			"(an admin adds a controller's identity to trust.controllers)", t.Integration.GVK.Kind, req.Name, owner.Kind, owner.Name, owner.Name))
+	return nil
 }

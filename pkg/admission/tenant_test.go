@@ -36,6 +36,29 @@ var _ = Describe("tenant-proof guards", func() {
 		return fixtures.Job(ns, "j").Queue("q").Set(true, "spec", "suspend")
 	}
 
+	DescribeTable("only a workload's controller creates its parts",
+		func(req *guard.Request, denied bool) {
+			d := validate(built(config.Default()), view(objs()...), req)
+			if denied {
+				Expect(rules(d)).To(ContainElement(guard.RuleUntrustedOwner + "/deny"))
+				Expect(d.Denials()[0].Field).To(Equal("metadata.ownerReferences"))
+			} else {
+				Expect(rules(d)).NotTo(ContainElement(guard.RuleUntrustedOwner + "/deny"))
+			}
+		},
+		Entry("a tenant's Job under their own Job", as(create(fixtures.Job("free", "j").Queue("q").ControlledBy("batch/v1", "Job", "p").Obj()), tenantID), true),
+		Entry("a tenant's Pod under a JobSet", as(create(fixtures.Pod("free", "p").Queue("q").ControlledBy("jobset.x-k8s.io/v1alpha2", "JobSet", "js").Obj()), tenantID), true),
+		Entry("a tenant adding a Job owner to an existing Job",
+			as(update(fixtures.Job("free", "j").Queue("q").Obj(), fixtures.Job("free", "j").Queue("q").ControlledBy("batch/v1", "Job", "p").Obj()), tenantID), true),
+		Entry("an update keeping the owner", as(update(fixtures.Job("free", "j").Queue("q").ControlledBy("batch/v1", "Job", "p").Obj(),
+			fixtures.Job("free", "j").Queue("q").ControlledBy("batch/v1", "Job", "p").Set(true, "spec", "suspend").Obj()), tenantID), false),
+		Entry("a ReplicaSet owner (its pods are plain pods to Kueue)",
+			as(create(fixtures.Pod("free", "p").Queue("q").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj()), tenantID), false),
+		Entry("an owner Kueue does not manage", as(create(fixtures.Job("free", "j").Queue("q").ControlledBy("example.com/v1", "Job", "p").Obj()), tenantID), false),
+		Entry("the Job controller's part of its Job (not judged at all)",
+			as(create(fixtures.Pod("free", "p").ControlledBy("batch/v1", "Job", "j").Obj()), "system:serviceaccount:kube-system:job-controller"), false),
+	)
+
 	DescribeTable("a queued workload stays queued",
 		func(namespace string, old, new *unstructured.Unstructured, user string, want []string) {
 			d := validate(built(config.Default()), view(objs()...), as(update(old, new), user))

@@ -73,6 +73,12 @@ var builtinRules = map[string]RuleInfo{
 			"defaulting.unqueued (allow, warn, deny) in the namespaces its selector matches.",
 		Enforcement: string(admission.EnforcementWarn),
 	},
+	admission.RuleUntrustedOwner: {
+		Title: "Only a workload's controller creates its parts",
+		Description: "An object whose controller owner is a kind Kueue manages, from a requester that is not in " +
+			"trust.controllers, is denied: Kueue would count it as part of the owner and never queue it.",
+		Enforcement: string(admission.EnforcementDeny),
+	},
 	admission.RulePodGroupResize: {
 		Title: "A queued pod group keeps its size",
 		Description: "A queued StatefulSet is admitted as one pod group of fixed size: it may be scaled to 0 and " +

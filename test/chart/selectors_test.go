@@ -230,8 +230,13 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 
 		// The same owner reference from anyone else (here the suite's admin) is a
 		// field they wrote: the pod is sent, and judged as a workload of its own.
-		d = delta(func() { Expect(k8sClient.Create(ctx, pod.DeepCopy(), client.DryRunAll)).To(Succeed()) })
+		d = delta(func() {
+			err := k8sClient.Create(ctx, pod.DeepCopy(), client.DryRunAll)
+			Expect(err).To(HaveOccurred(), "only the Job's controller may create its parts")
+			Expect(err.Error()).To(ContainSubstring("[" + admission.RuleUntrustedOwner + "]"))
+		})
 		Expect(d[webhookconfig.MutateWorkloadsWebhook]).To(BeNumerically(">=", 1), "a forged owner is sent")
+		Expect(d[webhookconfig.ValidateWorkloadsWebhook]).To(BeNumerically(">=", 1))
 
 		top := pod.DeepCopy()
 		top.OwnerReferences = nil

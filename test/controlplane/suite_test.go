@@ -6,8 +6,6 @@ package controlplane
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,18 +37,18 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.Start(nil, nil)
 	Expect(err).NotTo(HaveOccurred())
 	kcm, err = env.StartKubeControllerManager(ctx)
-	keepLogsOn(err)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	kq, err = env.StartKueue(ctx, testenv.KueueOptions{})
-	keepLogsOn(err)
-	Expect(err).NotTo(HaveOccurred())
-	GinkgoWriter.Printf("control plane logs in %s\n", logDir())
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
+	if d, err := env.LogDir(); err == nil {
+		GinkgoWriter.Println("control plane logs in", d)
+	}
 })
 
 var _ = ReportAfterEach(func(r SpecReport) {
 	if r.Failed() && env != nil {
 		env.KeepLogs()
-		AddReportEntry("control plane logs", logSummary())
+		AddReportEntry("control plane logs", env.LogSummary())
 	}
 })
 
@@ -65,24 +63,3 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
-
-// keepLogsOn keeps the components' logs when the suite cannot start.
-func keepLogsOn(err error) {
-	if err != nil {
-		env.KeepLogs()
-	}
-}
-
-func logDir() string {
-	d, _ := env.LogDir()
-	return d
-}
-
-// logSummary names every component's log and shows its tail.
-func logSummary() string {
-	var b strings.Builder
-	for _, p := range env.Processes() {
-		fmt.Fprintf(&b, "%s: %s\n%s\n\n", p.Name, p.LogPath, p.Tail(30))
-	}
-	return b.String()
-}

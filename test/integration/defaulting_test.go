@@ -108,10 +108,11 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 			Expect(queueOf(obj)).To(BeEmpty())
 		})
 
-		It("labels the same Pod when anyone else creates it: an owner reference is a field the requester wrote", func() {
+		It("judges the same Pod when anyone else creates it: an owner reference is a field the requester wrote", func() {
 			obj := fixtures.Pod(ns, "forged-pod").ControlledBy("batch/v1", "Job", "parent").Obj()
-			Expect(k8sClient.Create(ctx, obj)).To(Succeed())
-			Expect(queueOf(obj)).To(Equal("team-queue"))
+			err := k8sClient.Create(ctx, obj)
+			Expect(err).To(HaveOccurred(), "Kueue would count it as part of the Job and never queue it")
+			Expect(err.Error()).To(ContainSubstring("[" + guard.RuleUntrustedOwner + "]"))
 		})
 
 		It("leaves a Job whose controller is a JobSet alone when the JobSet operator creates it", func() {

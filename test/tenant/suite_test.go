@@ -8,9 +8,7 @@ package tenant
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -39,12 +37,17 @@ func TestTenant(t *testing.T) {
 }
 
 const (
-	team     = "team-a" // the tenant's namespace: default queue, 4-GPU cap
-	tenant   = "alice"  // edit rights in team-a only
-	queue    = "lq"     // admits: 10 CPUs, 8 GPUs
-	heldLQ   = "held"   // a LocalQueue whose ClusterQueue is on hold: workloads stay queued
-	gpu      = "nvidia.com/gpu"
-	gpuLimit = "4"
+	team   = "team-a" // the tenant's namespace: default queue, 4-GPU cap
+	tenant = "alice"  // edit rights in team-a only
+	queue  = "lq"     // admits: 10 CPUs, 8 GPUs
+	heldLQ = "held"   // a LocalQueue whose ClusterQueue is on hold: workloads stay queued
+	// lateTeam gets a default queue only after the tenant created workloads in it.
+	lateTeam = "team-late"
+	// strictTeam is selected by defaulting.unqueued (deny) and has no default queue.
+	strictTeam  = "team-strict"
+	strictLabel = "kueue-guard.io/queued-only"
+	gpu         = "nvidia.com/gpu"
+	gpuLimit    = "4"
 )
 
 var (
@@ -70,6 +73,8 @@ var _ = BeforeSuite(func() {
 
 	cfg = config.Default()
 	cfg.Policies.Directory = policyDir
+	cfg.Defaulting.Unqueued = config.Unqueued{Action: config.UnqueuedDeny,
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{strictLabel: "true"}}}
 	Expect(cfg.Validate()).To(BeEmpty())
 
 	opts := testenv.WebhookOptions()
@@ -80,27 +85,27 @@ var _ = BeforeSuite(func() {
 	admin = env.Client
 
 	_, err = env.StartKubeControllerManager(ctx)
-	keepLogsOn(err)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	// kueue-guard first: its validating webhook fails closed, and Kueue's
 	// start-up check creates a Job through it.
 	srv, err = env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	kq, err = env.StartKueue(ctx, testenv.KueueOptions{})
-	keepLogsOn(err)
-	Expect(err).NotTo(HaveOccurred())
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	Expect(kq.Username).To(Equal(config.KueueServiceAccount(config.DefaultKueueNamespace)),
 		"Kueue acts under the identity kueue-guard trusts by default")
 
 	setUpQueues()
 	alice = impersonating(tenant)
-	GinkgoWriter.Printf("control plane logs in %s\n", logDir())
+	if d, err := env.LogDir(); err == nil {
+		GinkgoWriter.Println("control plane logs in", d)
+	}
 })
 
 var _ = ReportAfterEach(func(r SpecReport) {
 	if r.Failed() && env != nil {
 		env.KeepLogs()
-		AddReportEntry("control plane logs", logSummary())
+		AddReportEntry("control plane logs", env.LogSummary())
 	}
 })
 
@@ -119,24 +124,31 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// setUpQueues creates the tenant's namespace (default queue, GPU cap), alice's
-// edit RoleBinding there, and the queues: lq admits, held never does.
-func setUpQueues() {
-	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team,
-		Labels:      map[string]string{"kueue-guard.io/max-gpus": gpuLimit},
-		Annotations: map[string]string{admission.DefaultQueueAnnotation: queue}}})).To(Succeed())
-	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-edit"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
-
-	// JobSet's own chart aggregates jobsets into edit; envtest has no such
-	// ClusterRole, so the test grants the same rights in the namespace.
-	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "jobsets-edit"},
+// tenantNamespace creates a namespace in which alice has the built-in edit role
+// (plus jobsets, which JobSet's own chart aggregates into edit; envtest has no
+// such ClusterRole).
+func tenantNamespace(name string, labels, annotations map[string]string) {
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: labels, Annotations: annotations}})).To(Succeed())
+	bind := func(binding, kind, role string) {
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: binding},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+	}
+	bind("alice-edit", "ClusterRole", "edit")
+	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "jobsets-edit"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"},
 			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}})).To(Succeed())
-	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-jobsets"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "jobsets-edit"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+	bind("alice-jobsets", "Role", "jobsets-edit")
+}
+
+// setUpQueues creates the tenant's namespaces and the queues: lq admits, held
+// never does.
+func setUpQueues() {
+	tenantNamespace(team, map[string]string{"kueue-guard.io/max-gpus": gpuLimit},
+		map[string]string{admission.DefaultQueueAnnotation: queue})
+	tenantNamespace(lateTeam, nil, nil)
+	tenantNamespace(strictTeam, map[string]string{strictLabel: "true"}, nil)
 
 	Expect(admin.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).To(Succeed())
 	quota := func(name string, hold bool) *kueue.ClusterQueue {
@@ -163,6 +175,8 @@ func setUpQueues() {
 		Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}})).To(Succeed())
 	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: heldLQ},
 		Spec: kueue.LocalQueueSpec{ClusterQueue: "held-cq"}})).To(Succeed())
+	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: lateTeam, Name: queue},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: "held-cq"}})).To(Succeed())
 	// The server admits from its cache: wait until it has the queues.
 	Eventually(func() error {
 		lq := &kueue.LocalQueue{}
@@ -178,23 +192,4 @@ func impersonating(user string) client.Client {
 	cl, err := client.New(c, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	return cl
-}
-
-func keepLogsOn(err error) {
-	if err != nil {
-		env.KeepLogs()
-	}
-}
-
-func logDir() string {
-	d, _ := env.LogDir()
-	return d
-}
-
-func logSummary() string {
-	var b strings.Builder
-	for _, p := range env.Processes() {
-		fmt.Fprintf(&b, "%s: %s\n%s\n\n", p.Name, p.LogPath, p.Tail(30))
-	}
-	return b.String()
 }

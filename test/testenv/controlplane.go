@@ -883,3 +883,25 @@ func setParentDeathSignal(attr *syscall.SysProcAttr) {
 		f.Set(reflect.ValueOf(syscall.SIGKILL))
 	}
 }
+
+// KeepLogsOn keeps the components' logs when err is not nil (a suite whose
+// control plane could not start), and returns err.
+func (e *Env) KeepLogsOn(err error) error {
+	if err != nil {
+		e.KeepLogs()
+	}
+	return err
+}
+
+// LogSummary names every component's log and shows its last lines, for the
+// report of a failed spec.
+func (e *Env) LogSummary() string {
+	var b strings.Builder
+	if d, err := e.LogDir(); err == nil {
+		fmt.Fprintf(&b, "logs in %s\n", d)
+	}
+	for _, p := range e.Processes() {
+		fmt.Fprintf(&b, "%s: %s\n%s\n\n", p.Name, p.LogPath, p.Tail(30))
+	}
+	return b.String()
+}
