@@ -139,7 +139,10 @@ func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster
 	if !ok || req.Object == nil || (req.Namespace != "" && p.exempt != nil && p.exempt.IsExempt(req.Namespace)) {
 		return &Decision{}, nil
 	}
-	current, ok := view.ScaleTarget(in.GVK.GroupKind(), req.Namespace, req.Name)
+	current, ok, err := view.ScaleTarget(in.GVK.GroupKind(), req.Namespace, req.Name)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return &Decision{}, nil
 	}

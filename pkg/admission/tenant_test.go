@@ -1,11 +1,15 @@
 package admission_test
 
 import (
+	"context"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -197,4 +201,62 @@ var _ = Describe("tenant-proof guards", func() {
 			Expect(validate(built(config.Default()), view(objs()...), scale(8)).Violations).To(BeEmpty())
 		})
 	})
+
+	Describe("every scaled kind", func() {
+		scaleOf := func(resource string, replicas int64) *guard.Request {
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+				"metadata": map[string]any{"name": "w", "namespace": "free"}, "spec": map[string]any{"replicas": replicas}}}
+			r := as(update(obj, obj), tenantID)
+			r.SubResource = guard.ScaleSubResource
+			in, ok := integrations.LookupResource(schema.GroupResource{Group: groupOf(resource), Resource: resourceOf(resource)})
+			Expect(ok).To(BeTrue())
+			r.Resource.Group, r.Resource.Version, r.Resource.Resource = in.GVK.Group, in.GVK.Version, in.Resource
+			return r
+		}
+		// seen records what the validating steps are asked to judge.
+		judged := func(held *unstructured.Unstructured, resource string) []*guard.Request {
+			rec := &recorder{}
+			p := guard.NewPipeline(nil, nil, guard.Steps{Validating: []guard.Step{rec}})
+			_, err := p.Validate(context.Background(), scaleOf(resource, 8), view(append(objs(), held)...))
+			Expect(err).NotTo(HaveOccurred())
+			return rec.seen
+		}
+		podTemplateQueue := func(o fixtures.Object) fixtures.Object {
+			return o.Set(map[string]any{"app": "w", integrations.QueueNameLabel: "q"}, "spec", "template", "metadata", "labels")
+		}
+
+		DescribeTable("a scale of a queued workload is judged as the update of the workload to the new size",
+			func(held *unstructured.Unstructured, resource string) {
+				seen := judged(held, resource)
+				Expect(seen).To(HaveLen(1))
+				Expect(seen[0].Kind).To(Equal(held.GroupVersionKind()))
+				Expect(seen[0].SubResource).To(BeEmpty())
+				Expect(seen[0].OldObject.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(2))
+				Expect(seen[0].Object.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(8))
+				Expect(seen[0].UserInfo.Username).To(Equal(tenantID))
+			},
+			Entry("a StatefulSet labelled itself", fixtures.StatefulSet("free", "w").Queue("q").Set(int64(2), "spec", "replicas").Obj(), "apps/statefulsets"),
+			Entry("a StatefulSet queued by its pod template only", podTemplateQueue(fixtures.StatefulSet("free", "w")).Set(int64(2), "spec", "replicas").Obj(), "apps/statefulsets"),
+			Entry("a Deployment queued by its pod template only", podTemplateQueue(fixtures.Deployment("free", "w")).Set(int64(2), "spec", "replicas").Obj(), "apps/deployments"),
+			Entry("a LeaderWorkerSet", fixtures.LeaderWorkerSet("free", "w").Queue("q").Set(int64(2), "spec", "replicas").Obj(), "leaderworkerset.x-k8s.io/leaderworkersets"),
+		)
+
+		It("does not judge the scale of an unqueued workload: Kueue does not manage it", func() {
+			Expect(judged(fixtures.Deployment("free", "w").Set(int64(2), "spec", "replicas").Obj(), "apps/deployments")).To(BeEmpty())
+		})
+	})
 })
+
+// recorder is a validating step that keeps every request it is asked to judge.
+type recorder struct{ seen []*guard.Request }
+
+func (r *recorder) Name() string { return "recorder" }
+
+func (r *recorder) Admit(_ context.Context, req *guard.Request, _ guard.Target, _ cluster.View, _ *guard.Decision) error {
+	r.seen = append(r.seen, req)
+	return nil
+}
+
+// groupOf and resourceOf split "group/resource".
+func groupOf(gr string) string    { g, _, _ := strings.Cut(gr, "/"); return g }
+func resourceOf(gr string) string { _, r, _ := strings.Cut(gr, "/"); return r }

@@ -3,20 +3,23 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // deploymentGVK is read as unstructured so the controller fingerprint works on the
@@ -35,7 +38,9 @@ func newDeployment() *unstructured.Unstructured {
 func CachedTypes() []client.Object {
 	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
 	for _, in := range integrations.ScaleJudged() {
-		objs = append(objs, newUnstructured(in.GVK))
+		if in.GVK != deploymentGVK {
+			objs = append(objs, newUnstructured(in.GVK))
+		}
 	}
 	return objs
 }
@@ -46,31 +51,70 @@ func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return u
 }
 
-// queuedOnly selects objects that carry a queue label: only queued scaled
-// workloads are cached, so a cluster's StatefulSets cost memory only when Kueue
-// manages them.
-var queuedOnly = func() labels.Selector {
-	r, err := labels.NewRequirement(integrations.QueueNameLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err)
+// queued reports whether a workload of a scaled kind is queued: its effective
+// queue label (its own, else its pod template's) is set, as Kueue reads it.
+func queued(u *unstructured.Unstructured) bool {
+	in, ok := integrations.Lookup(u.GroupVersionKind().GroupKind())
+	return ok && workload.EffectiveLabel(u, in, integrations.QueueNameLabel) != ""
+}
+
+// keepQueued is the cache transform of a scaled kind: a queued workload is kept
+// whole, because a scale of it is judged as an update of the whole workload;
+// any other is cut down by strip, so a cluster's StatefulSets and Deployments
+// cost memory only when Kueue manages them. (A label selector cannot do this:
+// the queue label may be in the pod template only.)
+func keepQueued(strip toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && queued(u) {
+			return u, nil
+		}
+		return strip(obj)
 	}
-	return labels.NewSelector().Add(*r)
-}()
+}
 
 // CacheOptions configures an informer cache that only serves the cached types and
 // never starts an informer lazily: a lookup of anything else fails instead of
 // quietly listing from the API server on the request path. ConfigMaps are cached
-// in Kueue's namespace only; Deployments are stripped to what the Kueue
-// controller fingerprint reads, so a cluster's Deployments cost little memory.
+// in Kueue's namespace only; Deployments that are not queued are stripped to
+// what the Kueue controller fingerprint reads, and other unqueued workloads of
+// scaled kinds to their metadata.
 func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
-		newDeployment():     {Transform: stripDeployment},
 	}
+	deployment := cache.ByObject{Transform: stripDeployment}
 	for _, in := range integrations.ScaleJudged() {
-		byObject[newUnstructured(in.GVK)] = cache.ByObject{Label: queuedOnly}
+		if in.GVK == deploymentGVK {
+			deployment.Transform = keepQueued(stripDeployment)
+			continue
+		}
+		byObject[newUnstructured(in.GVK)] = cache.ByObject{Transform: keepQueued(stripToMetadata)}
 	}
+	byObject[newDeployment()] = deployment
 	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject}
+}
+
+// stripToMetadata keeps an object's identity and labels.
+func stripToMetadata(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": keptMetadata(u),
+	}}, nil
+}
+
+// keptMetadata is the part of an object's metadata a stripped copy keeps.
+func keptMetadata(u *unstructured.Unstructured) map[string]any {
+	meta := map[string]any{}
+	m, _ := u.Object["metadata"].(map[string]any)
+	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion", "creationTimestamp"} {
+		if v, ok := m[k]; ok {
+			meta[k] = v
+		}
+	}
+	return meta
 }
 
 // stripDeployment keeps a Deployment's identity, labels, owners and containers'
@@ -80,12 +124,7 @@ func stripDeployment(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	meta := map[string]any{}
-	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion", "creationTimestamp"} {
-		if v, ok := u.Object["metadata"].(map[string]any)[k]; ok {
-			meta[k] = v
-		}
-	}
+	md := keptMetadata(u)
 	spec := map[string]any{}
 	if tmpl, found, _ := unstructured.NestedMap(u.Object, "spec", "template"); found {
 		podSpec := map[string]any{}
@@ -116,15 +155,19 @@ func stripDeployment(obj any) (any, error) {
 		spec["template"] = t
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta, "spec": spec,
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": md, "spec": spec,
 	}}, nil
 }
 
 // InformerView is the server's View, read from an informer cache.
 type InformerView struct {
-	reader         client.Reader
+	cache          cache.Cache
 	kueueNamespace string
 	frameworks     atomic.Pointer[parsedFrameworks]
+	// unserved holds the scaled kinds whose CRD was not installed when the
+	// view started; their informers start on the first scale that names them.
+	unservedMu sync.Mutex
+	unserved   map[schema.GroupVersionKind]bool
 }
 
 // parsedFrameworks memoises the parse of Kueue's Configuration per version of its
@@ -138,20 +181,49 @@ type parsedFrameworks struct {
 var _ View = (*InformerView)(nil)
 
 // NewInformerView registers informers for CachedTypes on c (so that the cache's
-// sync covers them) and returns a View that reads from it.
+// sync covers them) and returns a View that reads from it. A scaled kind whose
+// CRD is not installed (LeaderWorkerSet on most clusters) is not an error: its
+// informer starts when a scale of it first arrives, which can only happen once
+// the CRD is served.
 func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
+	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, unserved: map[schema.GroupVersionKind]bool{}}
 	for _, obj := range CachedTypes() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() != deploymentGVK && meta.IsNoMatchError(err) {
+				log.FromContext(ctx).Info("kind not served; its scale is judged once it is", "kind", u.GroupVersionKind().String())
+				v.unserved[u.GroupVersionKind()] = true
+				continue
+			}
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
 	}
-	return &InformerView{reader: c, kueueNamespace: kueueNamespace}, nil
+	return v, nil
+}
+
+// scaledInformerReady starts the informer of a scaled kind that was not served
+// at start. It reports an error until the informer has synced, so that a scale
+// is never judged against an empty cache.
+func (v *InformerView) scaledInformerReady(gvk schema.GroupVersionKind) error {
+	v.unservedMu.Lock()
+	defer v.unservedMu.Unlock()
+	if !v.unserved[gvk] {
+		return nil
+	}
+	inf, err := v.cache.GetInformer(context.Background(), newUnstructured(gvk), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("kueue-guard cannot watch %s yet (%w); retry in a few seconds", gvk.Kind, err)
+	}
+	if !inf.HasSynced() {
+		return fmt.Errorf("kueue-guard is still loading the cluster's %s objects; retry in a few seconds", gvk.Kind)
+	}
+	delete(v.unserved, gvk)
+	return nil
 }
 
 // get reads from the in-memory store. The context is background: the store never
 // blocks, and a cancelled request must not turn a hit into a miss.
 func (v *InformerView) get(namespace, name string, obj client.Object) bool {
-	return v.reader.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj) == nil
+	return v.cache.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj) == nil
 }
 
 // Namespace implements View.
@@ -177,7 +249,7 @@ func (v *InformerView) ClusterQueue(name string) (*kueue.ClusterQueue, bool) {
 func (v *InformerView) KueueControllers() []ControllerRef {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(deploymentGVK.GroupVersion().WithKind("DeploymentList"))
-	if err := v.reader.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+	if err := v.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	objs := make([]*unstructured.Unstructured, len(list.Items))
@@ -190,7 +262,7 @@ func (v *InformerView) KueueControllers() []ControllerRef {
 // KueueFrameworks implements View.
 func (v *InformerView) KueueFrameworks() ([]string, bool) {
 	list := &corev1.ConfigMapList{}
-	if err := v.reader.List(context.Background(), list, client.InNamespace(v.kueueNamespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := v.cache.List(context.Background(), list, client.InNamespace(v.kueueNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false
 	}
 	cms := make([]*corev1.ConfigMap, len(list.Items))
@@ -210,14 +282,17 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 }
 
 // ScaleTarget implements View.
-func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
+func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	in, ok := integrations.Lookup(gk)
 	if !ok || !in.ScaleJudged {
-		return nil, false
+		return nil, false, nil
+	}
+	if err := v.scaledInformerReady(in.GVK); err != nil {
+		return nil, false, err
 	}
 	u := newUnstructured(in.GVK)
-	if !v.get(namespace, name, u) {
-		return nil, false
+	if !v.get(namespace, name, u) || !queued(u) {
+		return nil, false, nil
 	}
-	return u, true
+	return u, true, nil
 }

@@ -75,14 +75,7 @@ func (s *Snapshot) Add(obj client.Object) error {
 	case *corev1.ConfigMap:
 		s.configMaps[key] = o
 	case *unstructured.Unstructured:
-		if scaledKind(o.GroupVersionKind()) {
-			s.scaled[scaledKey{o.GroupVersionKind().GroupKind(), key.Namespace, key.Name}] = o
-			return nil
-		}
-		if o.GroupVersionKind() != deploymentGVK {
-			return fmt.Errorf("cluster snapshot cannot hold %s", o.GroupVersionKind())
-		}
-		s.deployments[key] = o
+		return s.addUnstructured(key, o)
 	case *appsv1.Deployment:
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
@@ -90,9 +83,28 @@ func (s *Snapshot) Add(obj client.Object) error {
 		}
 		u := &unstructured.Unstructured{Object: m}
 		u.SetGroupVersionKind(deploymentGVK)
-		s.deployments[key] = u
+		return s.addUnstructured(key, u)
 	default:
 		return fmt.Errorf("cluster snapshot cannot hold %T", obj)
+	}
+	return nil
+}
+
+// addUnstructured files a Deployment (read by the controller fingerprint) and any
+// kind whose scale is judged (a Deployment is both).
+func (s *Snapshot) addUnstructured(key types.NamespacedName, o *unstructured.Unstructured) error {
+	gvk := o.GroupVersionKind()
+	held := false
+	if gvk == deploymentGVK {
+		s.deployments[key] = o
+		held = true
+	}
+	if scaledKind(gvk) {
+		s.scaled[scaledKey{gvk.GroupKind(), key.Namespace, key.Name}] = o
+		held = true
+	}
+	if !held {
+		return fmt.Errorf("cluster snapshot cannot hold %s", gvk)
 	}
 	return nil
 }
@@ -140,13 +152,14 @@ func (s *Snapshot) KueueFrameworks() ([]string, bool) {
 	return fw, err == nil
 }
 
-// ScaleTarget implements View: the queued StatefulSets added as unstructured.
-func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool) {
+// ScaleTarget implements View: the queued workloads of scaled kinds that were
+// added.
+func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	u, ok := s.scaled[scaledKey{gk, namespace, name}]
-	if !ok || u.GetLabels()[integrations.QueueNameLabel] == "" {
-		return nil, false
+	if !ok || !queued(u) {
+		return nil, false, nil
 	}
-	return u, true
+	return u, true, nil
 }
 
 func scaledKind(gvk schema.GroupVersionKind) bool {

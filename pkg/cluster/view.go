@@ -29,11 +29,13 @@ type View interface {
 	// cannot be found, so callers never guess.
 	KueueFrameworks() (frameworks []string, known bool)
 	// ScaleTarget returns a queued workload whose scale subresource is under
-	// admission (a kind with integrations.Integration.ScaleJudged that carries
-	// kueue.x-k8s.io/queue-name), so that
-	// a scale is judged as an update of the workload. Unqueued workloads are
-	// not held: Kueue does not manage them, and there is nothing to judge.
-	ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool)
+	// admission (a kind with integrations.Integration.ScaleJudged whose
+	// effective queue label, its own or its pod template's, is set), so that a
+	// scale is judged as an update of the workload. ok is false for an
+	// unqueued workload: Kueue does not manage it, and there is nothing to
+	// judge. err is set when the view cannot tell (its informer for the kind
+	// is still starting): the caller must not guess.
+	ScaleTarget(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, ok bool, err error)
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level

@@ -45,11 +45,14 @@ type Integration struct {
 	// Suspension says how Kueue tells that a workload of this kind is suspended:
 	// its queue may change only then.
 	Suspension Suspension
-	// ScaleJudged marks kinds whose scale subresource the validating webhook
-	// judges as an update of the queued workload: Kueue admits a StatefulSet as
-	// one pod group sized at admission, and its own webhook does not see /scale.
-	// (A Deployment's and a ReplicaSet's pods are judged one by one as they are
-	// created, which is how Kueue admits them.)
+	// ScaleJudged marks kinds with a scale subresource that the validating
+	// webhook judges as an update of the queued workload, so that `kubectl
+	// scale` (or an autoscaler) meets the same policies as editing
+	// spec.replicas: Kueue sizes a StatefulSet's or LeaderWorkerSet's pod
+	// groups from the replica count, and a Deployment's total is what a
+	// workload-wide policy caps. Kueue's own webhooks do not see /scale.
+	// (A ReplicaSet is not a kind Kueue queues: its pods are judged one by one
+	// as they are created, which is how Kueue admits them.)
 	ScaleJudged bool
 	// TemplateQueue marks kinds whose pods Kueue admits as pods (Deployment) or
 	// pod groups (StatefulSet, LeaderWorkerSet): the queue and priority labels
@@ -117,11 +120,13 @@ var catalog = []Integration{
 		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}},
-	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true},
+	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
+		ScaleJudged: true},
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
 		ScaleJudged: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
-		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true},
+		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true,
+		ScaleJudged: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},
