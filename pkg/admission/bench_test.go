@@ -73,6 +73,9 @@ func BenchmarkWorkload(b *testing.B) {
 	objects := map[string]*unstructured.Unstructured{
 		"Job":    fixtures.Job("ml", "j").Parallelism(4).Requests("nvidia.com/gpu", "2").Obj(),
 		"JobSet": fixtures.JobSet("ml", "js").Requests("nvidia.com/gpu", "1").Obj(),
+		// A ReplicaSet's pod is a plain pod to Kueue, judged like any: what every
+		// pod of a Deployment or DaemonSet in a judged namespace costs.
+		"ReplicaSetPod": fixtures.Pod("ml", "p").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj(),
 	}
 	for _, withPolicies := range []bool{false, true} {
 		p := benchPipeline(b, withPolicies)
@@ -85,6 +88,9 @@ func BenchmarkWorkload(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				req := &guard.Request{Operation: admissionv1.Create, Kind: obj.GroupVersionKind(), Namespace: "ml",
 					Name: obj.GetName(), Object: obj}
+				if len(obj.GetOwnerReferences()) > 0 {
+					req.UserInfo.Username = "system:serviceaccount:kube-system:replicaset-controller"
+				}
 				b.ReportAllocs()
 				for b.Loop() {
 					d, err := p.Workload(context.Background(), req, v)
