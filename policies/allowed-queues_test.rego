@@ -19,7 +19,7 @@ test_listed_queue_is_allowed if {
 test_unlisted_queue_is_denied if {
 	policy.deny == {{
 		"msg": `LocalQueue "gpu" is not allowed in namespace "ml" (allowed: a, b)`,
-		"field": `metadata.labels["kueue.x-k8s.io/queue-name"]`,
+		"field": `metadata.labels[kueue.x-k8s.io/queue-name]`,
 	}} with input as inp("CREATE", "Job", "gpu", allow_ab)
 }
 
@@ -34,7 +34,7 @@ test_empty_annotation_allows_nothing if {
 
 test_cronjob_field_is_in_the_job_template if {
 	some v in policy.deny with input as inp("CREATE", "CronJob", "gpu", allow_ab)
-	v.field == `spec.jobTemplate.metadata.labels["kueue.x-k8s.io/queue-name"]`
+	v.field == `spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name]`
 }
 
 test_update_changing_the_queue_is_judged if {

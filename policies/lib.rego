@@ -79,9 +79,10 @@ label_applies(key) if creating
 
 label_applies(key) if label_changed(key)
 
-# label_field(key) is the field path of a label, e.g.
-# metadata.labels["kueue.x-k8s.io/queue-name"].
-label_field(key) := sprintf("%s[%q]", [concat(".", labels_path), key])
+# label_field(key) is the field path of a label in the form the API server
+# prints field paths (apimachinery's field.Path), e.g.
+# metadata.labels[kueue.x-k8s.io/queue-name].
+label_field(key) := sprintf("%s[%s]", [concat(".", labels_path), key])
 
 # field_path(path) renders a walk() path: ["spec", "containers", 0] →
 # spec.containers[0].
@@ -98,7 +99,7 @@ segment(i, p) := sprintf(".%s", [p]) if {
 	identifier(p)
 }
 
-segment(i, p) := sprintf("[%q]", [p]) if {
+segment(i, p) := sprintf("[%s]", [p]) if {
 	i > 0
 	is_string(p)
 	not identifier(p)

@@ -10,7 +10,7 @@ inp(kind, labels) := {
 test_missing_label_warns if {
 	policy.warn == {{
 		"msg": "no kueue.x-k8s.io/max-exec-time-seconds label: an overrun would hold its quota",
-		"field": `metadata.labels["kueue.x-k8s.io/max-exec-time-seconds"]`,
+		"field": `metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]`,
 	}} with input as inp("Job", {})
 }
 
@@ -20,7 +20,7 @@ test_label_present if {
 
 test_cronjob_reads_the_job_template if {
 	some v in policy.warn with input as inp("CronJob", {})
-	v.field == `spec.jobTemplate.metadata.labels["kueue.x-k8s.io/max-exec-time-seconds"]`
+	v.field == `spec.jobTemplate.metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]`
 }
 
 test_never_denies if {

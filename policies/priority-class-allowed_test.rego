@@ -42,7 +42,7 @@ test_allowed_user if {
 test_others_are_denied if {
 	policy.deny == {{
 		"msg": `WorkloadPriorityClass "critical" is reserved for groups ml-admins; namespaces prod`,
-		"field": `metadata.labels["kueue.x-k8s.io/priority-class"]`,
+		"field": `metadata.labels[kueue.x-k8s.io/priority-class]`,
 	}} with input as inp("bob", ["system:authenticated"], "dev", "critical") with data.kueue_guard.config as config
 }
 

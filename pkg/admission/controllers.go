@@ -114,7 +114,7 @@ func (g *ControllerGuard) Admit(_ context.Context, req *Request, _ Target, view 
 			return nil // the allowed controller's own rollouts, ReplicaSets and Pods
 		}
 	}
-	d.Deny(RuleKueueSingleton, matchField(req.Object, m).String(), g.singletonMessage(id.String(), owners, configured, m))
+	d.Deny(RuleKueueSingleton, matchField(req.Object, m), g.singletonMessage(id.String(), owners, configured, m))
 	return nil
 }
 
@@ -191,7 +191,7 @@ func (g *ControllerGuard) admitWebhooks(req *Request, view cluster.View, d *Deci
 		name, _ := hm["name"].(string)
 		svcName, _ := svc["name"].(string)
 		d.Deny(RuleKueueWebhookSingleton,
-			field.NewPath("webhooks").Index(i).Child("clientConfig", "service", "namespace").String(),
+			field.NewPath("webhooks").Index(i).Child("clientConfig", "service", "namespace"),
 			fmt.Sprintf("registers Kueue's webhook %q for service %s/%s, but Kueue runs as %s and is a cluster singleton: "+
 				"a second install's webhooks would conflict; uninstall the other Kueue first, then re-apply",
 				name, ns, svcName, describeOwners(owners)))

@@ -173,12 +173,12 @@ func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluste
 			case config.MissingLocalQueueIgnore:
 				return nil
 			case config.MissingLocalQueueDeny:
-				d.Deny(RuleMissingLocalQueue, QueueLabelField(in).String(), fmt.Sprintf(
+				d.Deny(RuleMissingLocalQueue, QueueLabelField(in), fmt.Sprintf(
 					"default LocalQueue %q (from %s) does not exist in namespace %q: ask an admin to create it, or set %s",
 					choice.LocalQueue, choice.Source, req.Namespace, integrations.QueueNameLabel))
 				return nil
 			default:
-				d.Warn(RuleMissingLocalQueue, QueueLabelField(in).String(), MissingQueueWarning(choice.LocalQueue, req.Namespace))
+				d.Warn(RuleMissingLocalQueue, QueueLabelField(in), MissingQueueWarning(choice.LocalQueue, req.Namespace))
 			}
 		}
 		if err := workload.SetLabel(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue); err != nil {

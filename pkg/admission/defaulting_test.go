@@ -18,6 +18,7 @@ import (
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
@@ -300,7 +301,7 @@ var _ = Describe("queue defaulting", func() {
 			d := mutate(pipelineFor(gpuRuleConfig(config.MissingLocalQueueDeny)), v, req)
 			Expect(d.Allowed()).To(BeFalse())
 			Expect(d.Denials()).To(ConsistOf(guard.Violation{
-				Rule: guard.RuleMissingLocalQueue, Field: "metadata.labels[kueue.x-k8s.io/queue-name]",
+				Rule: guard.RuleMissingLocalQueue, Field: fieldpath.Parse("metadata.labels[kueue.x-k8s.io/queue-name]"),
 				Enforcement: guard.EnforcementDeny,
 				Message: `default LocalQueue "missing" (from namespace-annotation) does not exist in namespace "a": ` +
 					`ask an admin to create it, or set kueue.x-k8s.io/queue-name`,

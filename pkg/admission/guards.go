@@ -109,7 +109,7 @@ func (g *IntegrationGuard) Admit(_ context.Context, req *Request, t Target, view
 	if supported || !known {
 		return nil
 	}
-	field := QueueLabelField(in).String()
+	field := QueueLabelField(in)
 	if g.action == config.IntegrationActionWarn {
 		d.Warn(RuleUnsupportedIntegration, field, g.warning(in))
 		return nil
@@ -176,7 +176,7 @@ func (s *QueueChecks) Admit(_ context.Context, req *Request, t Target, view clus
 	if queue == "" || (req.Operation == admissionv1.Update && req.OldObject != nil && workload.QueueName(req.OldObject, in) == queue) {
 		return nil
 	}
-	field := QueueLabelField(in).String()
+	field := QueueLabelField(in)
 	lq, ok := view.LocalQueue(req.Namespace, queue)
 	if !ok {
 		// The mutating path already warned about a queue it defaulted.
@@ -238,7 +238,7 @@ func (QueueImmutability) Admit(_ context.Context, req *Request, t Target, _ clus
 	} else if oldQ == "" {
 		what = fmt.Sprintf("added (%q)", newQ)
 	}
-	d.Deny(RuleImmutableQueueName, QueueLabelField(in).String(), fmt.Sprintf(
+	d.Deny(RuleImmutableQueueName, QueueLabelField(in), fmt.Sprintf(
 		"%s cannot be %s while the workload is running: %s", integrations.QueueNameLabel, what, howToSuspend(in)))
 	return nil
 }

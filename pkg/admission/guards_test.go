@@ -17,6 +17,7 @@ import (
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
@@ -83,7 +84,7 @@ var _ = Describe("the integration guard", func() {
 	It("says what, why, and what to use instead", func() {
 		d := validate(built(config.Default()), view(nsWithQueue()...), create(fixtures.AppWrapper("a", "w").Queue("q").Obj()))
 		Expect(d.Denials()).To(ConsistOf(guard.Violation{
-			Rule: guard.RuleUnsupportedIntegration, Field: "metadata.labels[kueue.x-k8s.io/queue-name]",
+			Rule: guard.RuleUnsupportedIntegration, Field: fieldpath.Parse("metadata.labels[kueue.x-k8s.io/queue-name]"),
 			Enforcement: guard.EnforcementDeny,
 			Message: "AppWrapper (workload.codeflare.dev/appwrapper) is not supported by the managed Kueue install: " +
 				"Kueue will not manage it, so it would run outside quota; use JobSet (jobset.x-k8s.io/v1alpha2) instead",
@@ -298,7 +299,7 @@ var _ = Describe("the Kueue controller guard", func() {
 				Expect(d.Denials()).To(HaveLen(1))
 				v := d.Denials()[0]
 				Expect(v.Rule).To(Equal(guard.RuleKueueSingleton))
-				Expect(v.Field).To(Equal("spec.template.spec.containers[0].image"))
+				Expect(v.Field.String()).To(Equal("spec.template.spec.containers[0].image"))
 				Expect(v.Message).To(ContainSubstring("would run a second Kueue controller manager"))
 				Expect(v.Message).To(ContainSubstring("the managed Kueue install (Deployment kueue-system/kueue-controller-manager) owns this cluster"))
 				Expect(v.Message).To(ContainSubstring("uninstall the other Kueue first"))
@@ -328,7 +329,7 @@ var _ = Describe("the Kueue controller guard", func() {
 			}
 			d := guardControllers(p, view(), controllerRequest(hook("kueue-other"), admissionv1.Create))
 			Expect(rules(d)).To(ConsistOf("kueue-webhook-singleton/deny"))
-			Expect(d.Denials()[0].Field).To(Equal("webhooks[0].clientConfig.service.namespace"))
+			Expect(d.Denials()[0].Field.String()).To(Equal("webhooks[0].clientConfig.service.namespace"))
 			Expect(guardControllers(p, view(), controllerRequest(hook("kueue-system"), admissionv1.Create)).Violations).To(BeEmpty())
 		})
 	})

@@ -3,12 +3,12 @@ package admission
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -117,9 +117,9 @@ func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view c
 	if !s.policy.owed(req, view) {
 		return nil
 	}
-	field := QueueLabelField(in).String()
+	lbl := QueueLabelField(in)
 	if removed {
-		d.Deny(RuleQueueLabelRemoved, field, fmt.Sprintf(
+		d.Deny(RuleQueueLabelRemoved, lbl, fmt.Sprintf(
 			"%s cannot be removed (was %q) in namespace %q, where workloads must be queued: %s; "+
 				"to move the workload, set another LocalQueue while it is suspended", integrations.QueueNameLabel, oldQ,
 			req.Namespace, msgOnlyTrustedMayDequeue))
@@ -132,11 +132,11 @@ func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view c
 	return nil
 }
 
-func resumeField(in *integrations.Integration) string {
-	if in.Suspension.Field != nil {
-		return strings.Join(in.Suspension.Field, ".")
+func resumeField(in *integrations.Integration) *field.Path {
+	if f := in.Suspension.Field; f != nil {
+		return field.NewPath(f[0], f[1:]...)
 	}
-	return "spec.schedulingGates"
+	return field.NewPath("spec", "schedulingGates")
 }
 
 // LabelConsistency denies a workload whose queue or priority label in a pod
@@ -169,7 +169,7 @@ func (LabelConsistency) Admit(_ context.Context, req *Request, t Target, _ clust
 		if site.Value == want[site.Key] {
 			continue
 		}
-		d.Deny(RuleLabelMismatch, site.Field().String(), fmt.Sprintf(
+		d.Deny(RuleLabelMismatch, site.Field(), fmt.Sprintf(
 			"%s is %q here but %q on the %s itself: Kueue would act on both; remove it here or set the same value",
 			site.Key, site.Value, want[site.Key], in.GVK.Kind))
 	}
@@ -203,27 +203,27 @@ func (s *Backstop) Admit(_ context.Context, req *Request, t Target, view cluster
 	if workload.QueueName(req.Object, in) != "" {
 		return nil
 	}
-	field := QueueLabelField(in).String()
+	lbl := QueueLabelField(in)
 	if c := s.policy.wouldDefault(req, view); c != nil {
 		msg := fmt.Sprintf("%s has no %s although namespace %q's workloads get LocalQueue %q (%s): "+
 			"queue defaulting did not run; retry, or set the label yourself", in.GVK.Kind, integrations.QueueNameLabel,
 			req.Namespace, c.LocalQueue, c.Source)
 		switch s.policy.backstop {
 		case config.BackstopDeny:
-			d.Deny(RuleDefaultingBackstop, field, msg)
+			d.Deny(RuleDefaultingBackstop, lbl, msg)
 		case config.BackstopWarn:
-			d.Warn(RuleDefaultingBackstop, field, fmt.Sprintf("no %s: queue defaulting did not run, so Kueue will not manage it", integrations.QueueNameLabel))
+			d.Warn(RuleDefaultingBackstop, lbl, fmt.Sprintf("no %s: queue defaulting did not run, so Kueue will not manage it", integrations.QueueNameLabel))
 		}
 		return nil
 	}
 	switch s.policy.unqueuedAction(req.Namespace, view) {
 	case config.UnqueuedDeny:
-		d.Deny(RuleUnqueuedWorkload, field, fmt.Sprintf(
+		d.Deny(RuleUnqueuedWorkload, lbl, fmt.Sprintf(
 			"%s has no %s and namespace %q has no default queue: Kueue would not manage it, so it would run outside quota; "+
 				"set %s to one of the namespace's LocalQueues", in.GVK.Kind, integrations.QueueNameLabel, req.Namespace,
 			integrations.QueueNameLabel))
 	case config.UnqueuedWarn:
-		d.Warn(RuleUnqueuedWorkload, field, fmt.Sprintf("no %s: Kueue will not manage it, so it runs outside quota", integrations.QueueNameLabel))
+		d.Warn(RuleUnqueuedWorkload, lbl, fmt.Sprintf("no %s: Kueue will not manage it, so it runs outside quota", integrations.QueueNameLabel))
 	}
 	return nil
 }
@@ -252,7 +252,7 @@ func (PodGroupResize) Admit(_ context.Context, req *Request, t Target, _ cluster
 	if oldN == newN || oldN == 0 || newN == 0 {
 		return nil
 	}
-	d.Deny(RulePodGroupResize, "spec.replicas", fmt.Sprintf(
+	d.Deny(RulePodGroupResize, field.NewPath("spec", "replicas"), fmt.Sprintf(
 		"StatefulSet %q is queued as one pod group of %d: Kueue cannot resize it to %d; scale it to 0 first, then to %d",
 		req.Name, oldN, newN, newN))
 	return nil
@@ -296,7 +296,7 @@ func (OwnerGuard) Admit(_ context.Context, req *Request, t Target, _ cluster.Vie
 			return nil
 		}
 	}
-	d.Deny(RuleUntrustedOwner, "metadata.ownerReferences", fmt.Sprintf(
+	d.Deny(RuleUntrustedOwner, field.NewPath("metadata", "ownerReferences"), fmt.Sprintf(
 		"%s %q names %s %q as its controller owner, but only that workload's controller may create its parts: "+
 			"Kueue would count it as part of %q and never queue it; remove the owner reference "+
 			"(an admin adds a controller's identity to trust.controllers)", t.Integration.GVK.Kind, req.Name, owner.Kind, owner.Name, owner.Name))

@@ -45,7 +45,7 @@ var _ = Describe("tenant-proof guards", func() {
 			d := validate(built(config.Default()), view(objs()...), req)
 			if denied {
 				Expect(rules(d)).To(ContainElement(guard.RuleUntrustedOwner + "/deny"))
-				Expect(d.Denials()[0].Field).To(Equal("metadata.ownerReferences"))
+				Expect(d.Denials()[0].Field.String()).To(Equal("metadata.ownerReferences"))
 			} else {
 				Expect(rules(d)).NotTo(ContainElement(guard.RuleUntrustedOwner + "/deny"))
 			}
@@ -110,7 +110,7 @@ var _ = Describe("tenant-proof guards", func() {
 			d := validate(built(config.Default()), view(objs()...), as(create(obj), tenantID))
 			Expect(rules(d)).To(Equal(want))
 			if field != "" {
-				Expect(d.Violations[0].Field).To(Equal(field))
+				Expect(d.Violations[0].Field.String()).To(Equal(field))
 			}
 		},
 		Entry("a Job whose pod template names another queue",

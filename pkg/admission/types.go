@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -57,8 +58,9 @@ const (
 type Violation struct {
 	// Rule identifies the rule: a step's rule name or a policy id.
 	Rule string
-	// Field is the field path the violation is about, e.g. metadata.labels[...].
-	Field string
+	// Field is the field the violation is about (metadata.labels[kueue.x-k8s.io/queue-name]);
+	// nil when it is about the object as a whole.
+	Field *field.Path
 	// Message is a short statement a user can act on.
 	Message     string
 	Enforcement Enforcement
@@ -102,14 +104,14 @@ func (d *Decision) Denials() []Violation {
 }
 
 // Warn adds a violation that only warns, and its warning text.
-func (d *Decision) Warn(rule, field, msg string) {
-	d.Violations = append(d.Violations, Violation{Rule: rule, Field: field, Message: msg, Enforcement: EnforcementWarn})
+func (d *Decision) Warn(rule string, fld *field.Path, msg string) {
+	d.Violations = append(d.Violations, Violation{Rule: rule, Field: fld, Message: msg, Enforcement: EnforcementWarn})
 	d.Warnings = append(d.Warnings, msg)
 }
 
 // Deny adds a violation that denies the request.
-func (d *Decision) Deny(rule, field, msg string) {
-	d.Violations = append(d.Violations, Violation{Rule: rule, Field: field, Message: msg, Enforcement: EnforcementDeny})
+func (d *Decision) Deny(rule string, fld *field.Path, msg string) {
+	d.Violations = append(d.Violations, Violation{Rule: rule, Field: fld, Message: msg, Enforcement: EnforcementDeny})
 }
 
 // Annotate records an audit annotation; keys are prefixed by the API server with

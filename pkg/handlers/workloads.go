@@ -155,11 +155,13 @@ func newRequest(ar admission.Request) (*guard.Request, error) {
 }
 
 // fieldPath carries a violation's already-rendered path into a field.Path.
-func fieldPath(p string) *field.Path {
-	if p == "" {
+// fieldPath is the cause's field: a violation about the object as a whole is
+// reported on its metadata, as the API server does for object-level errors.
+func fieldPath(p *field.Path) *field.Path {
+	if p == nil {
 		return field.NewPath("metadata")
 	}
-	return field.NewPath(p)
+	return p
 }
 
 func decode(raw []byte, what string) (*unstructured.Unstructured, error) {

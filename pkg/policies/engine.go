@@ -29,9 +29,11 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 )
 
 // Defaults of Options, chosen for a webhook whose API server timeout is 10s and
@@ -341,8 +343,9 @@ type Finding struct {
 	Rule string
 	// Message is the rule's msg (the policy's title when it is empty).
 	Message string
-	// Field is the rule's field path, or "".
-	Field string
+	// Field is the field the result names (its "field", in field.Path's form or
+	// with a quoted key), or nil.
+	Field *field.Path
 	// Enforcement is what the finding does: the policy's enforcement for deny
 	// results, warn for warn results, dryrun for both under a dryrun policy.
 	Enforcement admission.Enforcement
@@ -597,7 +600,7 @@ func finding(p *Policy, rule string, t *ast.Term) (Finding, error) {
 			if !ok {
 				return f, fmt.Errorf("%s result field %v is not a string", rule, shortTerm(fv))
 			}
-			f.Field = string(fs)
+			f.Field = fieldpath.Parse(string(fs))
 		}
 	default:
 		return f, fmt.Errorf("%s results must be strings or objects with msg, got %s %v", rule, ast.ValueName(v), shortTerm(t))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
@@ -64,7 +65,7 @@ var _ = Describe("Evaluating", func() {
 		Expect(d.Violations).To(ConsistOf(
 			admission.Violation{Rule: "t.denies", Message: "denied", Enforcement: admission.EnforcementDeny},
 			admission.Violation{Rule: "t.denies", Message: "only a warning", Enforcement: admission.EnforcementWarn},
-			admission.Violation{Rule: "t.warns", Field: "spec.x", Message: "warned", Enforcement: admission.EnforcementWarn},
+			admission.Violation{Rule: "t.warns", Field: fieldpath.Parse("spec.x"), Message: "warned", Enforcement: admission.EnforcementWarn},
 			admission.Violation{Rule: "t.dry", Message: "dry", Enforcement: admission.EnforcementDryRun},
 			admission.Violation{Rule: "t.dry", Message: "dry warning", Enforcement: admission.EnforcementDryRun},
 		))

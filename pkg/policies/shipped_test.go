@@ -14,6 +14,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
@@ -130,7 +131,7 @@ var _ = Describe("The shipped policies", func() {
 		d := validate(engine, createRequest(j), gpuCluster("0"))
 		Expect(d.Denials()).To(ConsistOf(admission.Violation{
 			Rule: requireRequests, Enforcement: admission.EnforcementDeny,
-			Field:   "spec.template.spec.containers[1].resources.requests",
+			Field:   fieldpath.Parse("spec.template.spec.containers[1].resources.requests"),
 			Message: `container "sidecar" has no cpu or memory request: Kueue charges quota by requests`,
 		}))
 	})
@@ -149,7 +150,7 @@ var _ = Describe("The shipped policies", func() {
 		d := validate(engine, createRequest(gpuJob("j", 1, "1")), view)
 		Expect(d.Denials()).To(ConsistOf(admission.Violation{
 			Rule: allowedQueues, Enforcement: admission.EnforcementDeny,
-			Field:   `metadata.labels["kueue.x-k8s.io/queue-name"]`,
+			Field:   fieldpath.Parse("metadata.labels[kueue.x-k8s.io/queue-name]"),
 			Message: `LocalQueue "lq" is not allowed in namespace "ml" (allowed: cpu-only, lq-small)`,
 		}))
 	})

@@ -3,6 +3,7 @@ package review_test
 import (
 	"testing"
 
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
@@ -29,8 +30,8 @@ func FuzzParse(f *testing.F) {
 			if m.Object.GetKind() == "" || m.Source.Document < 1 || m.Source.Line < 1 {
 				t.Fatalf("object without kind or source: %+v", m.Source)
 			}
-			_ = m.Line("spec.template.spec.containers[0].resources")
-			_ = m.Line(`metadata.labels["kueue.x-k8s.io/queue-name"]`)
+			_ = m.Line(fieldpath.Parse("spec.template.spec.containers[0].resources"))
+			_ = m.Line(fieldpath.Parse(`metadata.labels["kueue.x-k8s.io/queue-name"]`))
 		}
 	})
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
@@ -323,7 +324,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 		r.unknownQueue(req, in, final, d, o)
 	}
 	for _, v := range d.Violations {
-		o.Findings = append(o.Findings, Finding{Rule: v.Rule, Enforcement: string(v.Enforcement), Field: v.Field,
+		o.Findings = append(o.Findings, Finding{Rule: v.Rule, Enforcement: string(v.Enforcement), Field: fieldpath.String(v.Field),
 			Message: v.Message, Line: m.Line(v.Field)})
 	}
 	o.Warnings = append(o.Warnings, d.Warnings...)
