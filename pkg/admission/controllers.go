@@ -5,20 +5,83 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 )
 
-// Rule names of the controller guard.
 const (
-	RuleKueueSingleton        = "kueue-singleton"
-	RuleKueueWebhookSingleton = "kueue-webhook-singleton"
+	controllerGuardName     = "controller-guard"
+	kueueWebhookSingletonID = RuleNamespace + ".kueue_webhook_singleton"
 )
+
+// The controller guard's rules.
+var (
+	RuleKueueSingleton = Register(Rule{
+		ID:          RuleNamespace + ".kueue_singleton",
+		Title:       "One Kueue controller manager",
+		Doc:         "An object that would run a second Kueue controller manager is denied: Kueue is a cluster singleton.",
+		Enforcement: EnforcementDeny,
+		Check:       controllerGuardName,
+	})
+	RuleKueueWebhookSingleton = Register(Rule{
+		ID:    kueueWebhookSingletonID,
+		Title: "One set of Kueue webhooks",
+		Doc: "A webhook configuration registering Kueue's webhooks for a service outside the allowed Kueue " +
+			"controller's namespace is denied. The API server never sends webhook configurations to admission " +
+			"webhooks, so the chart installs this rule's CEL twin as a ValidatingAdmissionPolicy, and the reviewer checks it offline.",
+		Enforcement: EnforcementDeny,
+		Check:       controllerGuardName,
+		CEL:         kueueWebhookSingletonCEL(),
+	})
+)
+
+// KueueNamespacesParam is the CEL twin's parameter the chart fills with the
+// namespaces Kueue may run in (kueueNamespace and controllers.allowed), as a
+// CEL list literal.
+const KueueNamespacesParam = "allowedNamespaces"
+
+// kueueWebhookSingletonCEL is RuleKueueWebhookSingleton as the API server
+// evaluates it: the same marker in the service path, the same allowed
+// namespaces.
+func kueueWebhookSingletonCEL() *CELTwin {
+	fail := admissionregistrationv1.Fail
+	return &CELTwin{
+		Name:      "kueue-webhooks",
+		ValuesKey: "kueueWebhookPolicy",
+		Params:    []string{KueueNamespacesParam},
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"admissionregistration.k8s.io"}, APIVersions: []string{"v1"},
+					Resources: []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}},
+			}}}},
+		Variables: []admissionregistrationv1.Variable{
+			{Name: KueueNamespacesParam, Expression: ParamPlaceholder(KueueNamespacesParam)},
+			{Name: "strays", Expression: `has(object.webhooks) ? object.webhooks.filter(w, ` +
+				`has(w.clientConfig.service) && has(w.clientConfig.service.path) && ` +
+				`w.clientConfig.service.path.contains("` + kueueWebhookPathMarker + `") && ` +
+				`!(w.clientConfig.service.namespace in variables.` + KueueNamespacesParam + `)) : []`},
+		},
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: "size(variables.strays) == 0",
+			Reason:     ptr.To(metav1.StatusReasonInvalid),
+			MessageExpression: `"[` + kueueWebhookSingletonID + `] registers Kueue's webhook " + variables.strays[0].name + ` +
+				`" for service " + variables.strays[0].clientConfig.service.namespace + "/" + ` +
+				`variables.strays[0].clientConfig.service.name + ", but Kueue runs in " + ` +
+				`variables.` + KueueNamespacesParam + `.join(", ") + " and is a cluster singleton: a second install's" + ` +
+				`" webhooks would conflict; uninstall the other Kueue first, then re-apply"`,
+		}},
+		FailurePolicy: &fail,
+	}
+}
 
 // kueueWebhookPathMarker appears in the service path of every webhook Kueue
 // registers for its own API (…/mutate-kueue-x-k8s-io-v1beta2-clusterqueue), whatever
@@ -77,7 +140,7 @@ func NewControllerGuard(cfg *config.Configuration) *ControllerGuard {
 }
 
 // Name implements Step.
-func (*ControllerGuard) Name() string { return "controller-guard" }
+func (*ControllerGuard) Name() string { return controllerGuardName }
 
 // owners are the controllers allowed to run, and whether they were configured.
 func (g *ControllerGuard) owners(view cluster.View) ([]cluster.ControllerRef, bool) {

@@ -35,10 +35,16 @@ const (
 	SourceKueueDefault        = "kueue-default-localqueue"
 )
 
-// Rule names of the defaulting step's own violations.
-const (
-	RuleMissingLocalQueue = "missing-local-queue"
-)
+// RuleMissingLocalQueue is checked by the queue checks (and reported by
+// defaulting for the queue it chose).
+var RuleMissingLocalQueue = Register(Rule{
+	ID:    RuleNamespace + ".missing_local_queue",
+	Title: "LocalQueue exists",
+	Doc: "A workload's LocalQueue (set, or chosen by queue defaulting) must exist in its namespace; " +
+		"otherwise the workload stays pending. Enforced per defaulting.missingLocalQueue (warn, deny, ignore).",
+	Enforcement: EnforcementWarn,
+	Check:       queueChecksName,
+})
 
 // QueueChoice is a defaulted queue and why it was chosen.
 type QueueChoice struct {

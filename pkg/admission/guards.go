@@ -14,11 +14,36 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
-// Rule names of the workload guards.
 const (
-	RuleUnsupportedIntegration = "unsupported-integration"
-	RuleQueueOnHold            = "queue-on-hold"
-	RuleImmutableQueueName     = "immutable-queue-name"
+	integrationGuardName  = "integration-guard"
+	queueChecksName       = "queue-checks"
+	queueImmutabilityName = "queue-immutability"
+)
+
+// The workload guards' rules.
+var (
+	RuleUnsupportedIntegration = Register(Rule{
+		ID:    RuleNamespace + ".unsupported_integration",
+		Title: "Kueue manages the workload's kind",
+		Doc: "A queued workload of a kind whose Kueue integration the install does not enable would run " +
+			"outside quota (integrations.action).",
+		Enforcement: EnforcementDeny,
+		Check:       integrationGuardName,
+	})
+	RuleQueueOnHold = Register(Rule{
+		ID:          RuleNamespace + ".queue_on_hold",
+		Title:       "Queue is not on hold",
+		Doc:         "The workload's LocalQueue or ClusterQueue has a stopPolicy that holds it: nothing is admitted until it resumes.",
+		Enforcement: EnforcementWarn,
+		Check:       queueChecksName,
+	})
+	RuleImmutableQueueName = Register(Rule{
+		ID:          RuleNamespace + ".immutable_queue_name",
+		Title:       "Queue of a running workload is immutable",
+		Doc:         "kueue.x-k8s.io/queue-name cannot change while the workload is running (UPDATE only).",
+		Enforcement: EnforcementDeny,
+		Check:       queueImmutabilityName,
+	})
 )
 
 // isCreateOrUpdate reports whether the validating guards apply to an operation.
@@ -61,7 +86,7 @@ func NewIntegrationGuard(cfg *config.Configuration, resolver *QueueResolver) *In
 }
 
 // Name implements Step.
-func (*IntegrationGuard) Name() string { return "integration-guard" }
+func (*IntegrationGuard) Name() string { return integrationGuardName }
 
 // Supported reports whether the install manages the integration, and where that
 // answer comes from (for messages). known is false under the oss profile when
@@ -157,7 +182,7 @@ func NewQueueChecks(missing config.MissingLocalQueueAction) *QueueChecks {
 }
 
 // Name implements Step.
-func (*QueueChecks) Name() string { return "queue-checks" }
+func (*QueueChecks) Name() string { return queueChecksName }
 
 // MissingQueueWarning is the warning for a LocalQueue that does not exist; the
 // mutating and validating paths share it so a user sees one wording.
@@ -220,7 +245,7 @@ type QueueImmutability struct{}
 var _ Step = QueueImmutability{}
 
 // Name implements Step.
-func (QueueImmutability) Name() string { return "queue-immutability" }
+func (QueueImmutability) Name() string { return queueImmutabilityName }
 
 // Admit implements Step.
 func (QueueImmutability) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {

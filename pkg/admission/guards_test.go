@@ -190,7 +190,7 @@ var _ = Describe("queue checks", func() {
 		cfg := config.Default()
 		cfg.Defaulting.MissingLocalQueue = config.MissingLocalQueueDeny
 		d := validate(built(cfg), view(ns("a", nil, nil)), create(fixtures.Job("a", "w").Queue("nope").Obj()))
-		Expect(rules(d)).To(ConsistOf("missing-local-queue/deny"))
+		Expect(rules(d)).To(ConsistOf("kueue_guard.missing_local_queue/deny"))
 	})
 
 	It("warns when the ClusterQueue is on hold", func() {
@@ -221,9 +221,9 @@ var _ = Describe("queue-name immutability", func() {
 		func(old, new *unstructured.Unstructured, denied bool) {
 			d := validate(built(config.Default()), v, update(old, new))
 			if denied {
-				Expect(rules(d)).To(ContainElement("immutable-queue-name/deny"))
+				Expect(rules(d)).To(ContainElement("kueue_guard.immutable_queue_name/deny"))
 			} else {
-				Expect(rules(d)).NotTo(ContainElement("immutable-queue-name/deny"))
+				Expect(rules(d)).NotTo(ContainElement("kueue_guard.immutable_queue_name/deny"))
 			}
 		},
 		Entry("a running Job cannot change queue", running(fixtures.Job("a", "j").Queue("q")),
@@ -328,7 +328,7 @@ var _ = Describe("the Kueue controller guard", func() {
 				}}
 			}
 			d := guardControllers(p, view(), controllerRequest(hook("kueue-other"), admissionv1.Create))
-			Expect(rules(d)).To(ConsistOf("kueue-webhook-singleton/deny"))
+			Expect(rules(d)).To(ConsistOf("kueue_guard.kueue_webhook_singleton/deny"))
 			Expect(d.Denials()[0].Field.String()).To(Equal("webhooks[0].clientConfig.service.namespace"))
 			Expect(guardControllers(p, view(), controllerRequest(hook("kueue-system"), admissionv1.Create)).Violations).To(BeEmpty())
 		})

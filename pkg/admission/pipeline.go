@@ -49,6 +49,17 @@ func NewPipeline(exempt Exemptions, trusted *trust.Matcher, steps Steps) *Pipeli
 	return &Pipeline{exempt: exempt, trust: trusted, steps: steps}
 }
 
+// StepNames lists the names of every step of the three paths, in order.
+func (p *Pipeline) StepNames() []string {
+	var out []string
+	for _, steps := range [][]Step{p.steps.Mutating, p.steps.Validating, p.steps.Controllers} {
+		for _, s := range steps {
+			out = append(out, s.Name())
+		}
+	}
+	return out
+}
+
 // Trust is the pipeline's trust matcher (for callers that render the same rule
 // elsewhere, e.g. the reviewer's explanations).
 func (p *Pipeline) Trust() *trust.Matcher { return p.trust }

@@ -16,15 +16,72 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
-// Rule names of the guards that keep a tenant's workload in its queue.
 const (
-	RuleQueueLabelRemoved  = "queue-label-removed"
-	RuleResumeWithoutQueue = "resume-without-queue"
-	RuleLabelMismatch      = "label-mismatch"
-	RuleDefaultingBackstop = "defaulting-backstop"
-	RuleUnqueuedWorkload   = "unqueued-workload"
-	RulePodGroupResize     = "pod-group-resize"
-	RuleUntrustedOwner     = "untrusted-owner"
+	queueRetentionName   = "queue-retention"
+	labelConsistencyName = "label-consistency"
+	backstopName         = "defaulting-backstop"
+	podGroupResizeName   = "pod-group-resize"
+	ownerGuardName       = "owner-guard"
+)
+
+// The rules of the guards that keep a tenant's workload in its queue.
+var (
+	RuleQueueLabelRemoved = Register(Rule{
+		ID:    RuleNamespace + ".queue_label_removed",
+		Title: "A queued workload stays queued",
+		Doc: "In a namespace whose workloads must be queued (defaulting gives them a queue, or " +
+			"defaulting.unqueued.action is deny), only trusted controllers may remove kueue.x-k8s.io/queue-name (UPDATE only).",
+		Enforcement: EnforcementDeny,
+		Check:       queueRetentionName,
+	})
+	RuleResumeWithoutQueue = Register(Rule{
+		ID:    RuleNamespace + ".resume_without_queue",
+		Title: "No resume without a queue",
+		Doc: "In a namespace whose workloads must be queued, only trusted controllers may resume (spec.suspend " +
+			"true to false, or Kueue's scheduling gate removed) a workload that has no queue (UPDATE only).",
+		Enforcement: EnforcementDeny,
+		Check:       queueRetentionName,
+	})
+	RuleLabelMismatch = Register(Rule{
+		ID:    RuleNamespace + ".label_mismatch",
+		Title: "Template labels agree with the workload's",
+		Doc: "A queue-name or priority-class label in a pod template (or any nested template) must equal " +
+			"the workload's own: Kueue and the pods it admits read those places too.",
+		Enforcement: EnforcementDeny,
+		Check:       labelConsistencyName,
+	})
+	RuleDefaultingBackstop = Register(Rule{
+		ID:    RuleNamespace + ".defaulting_backstop",
+		Title: "Defaulting ran",
+		Doc: "A new workload without a queue in a namespace where queue defaulting would give it one: the " +
+			"mutating webhook did not run. Enforced per defaulting.backstop (deny, warn, off).",
+		Enforcement: EnforcementDeny,
+		Check:       backstopName,
+	})
+	RuleUnqueuedWorkload = Register(Rule{
+		ID:    RuleNamespace + ".unqueued_workload",
+		Title: "Workload has a queue",
+		Doc: "A new workload for which no source yields a queue would run outside Kueue. Enforced per " +
+			"defaulting.unqueued (allow, warn, deny) in the namespaces its selector matches.",
+		Enforcement: EnforcementWarn,
+		Check:       backstopName,
+	})
+	RulePodGroupResize = Register(Rule{
+		ID:    RuleNamespace + ".pod_group_resize",
+		Title: "A queued pod group keeps its size",
+		Doc: "A queued StatefulSet is admitted as one pod group of fixed size: it may be scaled to 0 and " +
+			"back, not between two sizes (UPDATE and the scale subresource).",
+		Enforcement: EnforcementDeny,
+		Check:       podGroupResizeName,
+	})
+	RuleUntrustedOwner = Register(Rule{
+		ID:    RuleNamespace + ".untrusted_owner",
+		Title: "Only a workload's controller creates its parts",
+		Doc: "An object whose controller owner is a kind Kueue manages, from a requester that is not in " +
+			"trust.controllers, is denied: Kueue would count it as part of the owner and never queue it.",
+		Enforcement: EnforcementDeny,
+		Check:       ownerGuardName,
+	})
 )
 
 const msgOnlyTrustedMayDequeue = "only Kueue and the cluster's controllers may take a workload out of its queue"
@@ -97,7 +154,7 @@ var _ Step = (*QueueRetention)(nil)
 func NewQueueRetention(policy *QueuePolicy) *QueueRetention { return &QueueRetention{policy: policy} }
 
 // Name implements Step.
-func (*QueueRetention) Name() string { return "queue-retention" }
+func (*QueueRetention) Name() string { return queueRetentionName }
 
 // Admit implements Step.
 func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
@@ -149,7 +206,7 @@ type LabelConsistency struct{}
 var _ Step = LabelConsistency{}
 
 // Name implements Step.
-func (LabelConsistency) Name() string { return "label-consistency" }
+func (LabelConsistency) Name() string { return labelConsistencyName }
 
 // Admit implements Step.
 func (LabelConsistency) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
@@ -192,7 +249,7 @@ var _ Step = (*Backstop)(nil)
 func NewBackstop(policy *QueuePolicy) *Backstop { return &Backstop{policy: policy} }
 
 // Name implements Step.
-func (*Backstop) Name() string { return "defaulting-backstop" }
+func (*Backstop) Name() string { return backstopName }
 
 // Admit implements Step.
 func (s *Backstop) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
@@ -239,7 +296,7 @@ type PodGroupResize struct{}
 var _ Step = PodGroupResize{}
 
 // Name implements Step.
-func (PodGroupResize) Name() string { return "pod-group-resize" }
+func (PodGroupResize) Name() string { return podGroupResizeName }
 
 // Admit implements Step.
 func (PodGroupResize) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
@@ -280,7 +337,7 @@ type OwnerGuard struct{}
 var _ Step = OwnerGuard{}
 
 // Name implements Step.
-func (OwnerGuard) Name() string { return "owner-guard" }
+func (OwnerGuard) Name() string { return ownerGuardName }
 
 // Admit implements Step.
 func (OwnerGuard) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {

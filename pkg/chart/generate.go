@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
@@ -33,6 +34,9 @@ import (
 const (
 	WebhooksFile = "files/webhooks.yaml"
 	RBACFile     = "files/rbac.yaml"
+	// AdmissionPoliciesFile holds the CEL twins of the built-in rules that have
+	// one (admission.Rule.CEL), rendered as ValidatingAdmissionPolicies.
+	AdmissionPoliciesFile = "files/admission-policies.yaml"
 	// PoliciesDir holds copies of the repository's shipped policies (policies/),
 	// the default content of the policies ConfigMap. The generator owns the whole
 	// directory: files no longer shipped are removed.
@@ -264,6 +268,9 @@ func Generated(root string) (map[string][]byte, error) {
 	if out[RBACFile], err = marshalGenerated("pkg/cluster.CachedTypes and the guards' reads", rbac); err != nil {
 		return nil, err
 	}
+	if out[AdmissionPoliciesFile], err = marshalGenerated("the CEL twins of pkg/admission's rule registry", AdmissionPolicies()); err != nil {
+		return nil, err
+	}
 	policies, err := policyFiles(root)
 	if err != nil {
 		return nil, err
@@ -272,6 +279,42 @@ func Generated(root string) (map[string][]byte, error) {
 		out[PoliciesDir+"/"+rel] = b
 	}
 	return out, nil
+}
+
+// GeneratedAdmissionPolicy is one rule's CEL twin as the chart's
+// admission-policies template reads it.
+type GeneratedAdmissionPolicy struct {
+	// Rule is the rule's id (a label of the policy, and in its messages).
+	Rule string `json:"rule"`
+	// Name is appended to the release's full name.
+	Name string `json:"name"`
+	// ValuesKey switches the policy on (`<key>.enabled`); empty is always on.
+	ValuesKey string `json:"valuesKey"`
+	// Params are the variables the template computes, with their placeholders.
+	Params map[string]string `json:"params"`
+	// Spec is the ValidatingAdmissionPolicy's spec.
+	Spec admissionregistrationv1.ValidatingAdmissionPolicySpec `json:"spec"`
+}
+
+// AdmissionPolicies are the CEL twins of every registered built-in rule that has
+// one, in rule id order.
+func AdmissionPolicies() []GeneratedAdmissionPolicy {
+	out := []GeneratedAdmissionPolicy{}
+	for _, r := range admission.Rules() {
+		if r.CEL == nil {
+			continue
+		}
+		c := r.CEL
+		g := GeneratedAdmissionPolicy{Rule: r.ID, Name: c.Name, ValuesKey: c.ValuesKey,
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: c.FailurePolicy,
+				MatchConstraints: c.MatchConstraints, Variables: c.Variables, Validations: c.Validations}}
+		g.Params = map[string]string{}
+		for _, p := range c.Params {
+			g.Params[p] = admission.ParamPlaceholder(p)
+		}
+		out = append(out, g)
+	}
+	return out
 }
 
 // update is what `make generate` would do to the chart at root: generated files

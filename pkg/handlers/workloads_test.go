@@ -73,7 +73,7 @@ var _ = Describe("the workload handlers", func() {
 		Expect(resp.Result.Details.Causes).To(ConsistOf(And(
 			HaveField("Type", metav1.CauseType("FieldValueForbidden")),
 			HaveField("Field", "metadata.labels[kueue.x-k8s.io/queue-name]"),
-			HaveField("Message", ContainSubstring("[unsupported-integration] AppWrapper")),
+			HaveField("Message", ContainSubstring("[kueue_guard.unsupported_integration] AppWrapper")),
 		)))
 	})
 

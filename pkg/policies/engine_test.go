@@ -162,7 +162,7 @@ var _ = Describe("Evaluating", func() {
 		d := validate(e, createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
 		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second))
 		Expect(d.Denials()).To(HaveLen(1))
-		Expect(d.Denials()[0].Rule).To(Equal(policies.StepName))
+		Expect(d.Denials()[0].Rule).To(Equal(policies.RulePolicyEvaluation))
 		Expect(d.Denials()[0].Message).To(MatchRegexp(
 			`^policy engine failed evaluating the policy set: evaluation did not finish within \S+ \(deadline 50ms\); the request was denied because policies.onError is deny$`))
 		Expect(metricValue(e.Metrics().Errors.WithLabelValues("deadline"))).To(Equal(1.0))

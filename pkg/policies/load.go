@@ -292,6 +292,11 @@ func discover(dir string, c *compiled) ([]*Policy, error) {
 			hasDeny = hasDeny || rule == denyRule
 			hasWarn = hasWarn || rule == warnRule
 		}
+		if _, builtin := admission.LookupRule(id); builtin && (hasDeny || hasWarn) {
+			probs = append(probs, Problem{File: filepath.Join(dir, name), Line: mod.Package.Location.Row, Message: fmt.Sprintf(
+				"package %s takes the id of a built-in rule; rename the package", id)})
+			continue
+		}
 		p := byID[id]
 		if p == nil {
 			p = &Policy{ID: id, Enforcement: admission.EnforcementDeny, path: mod.Package.Path}

@@ -13,9 +13,18 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
-// StepName is the policy step's name in the pipeline, and the rule of failures
-// that concern the whole policy set rather than one policy.
+// StepName is the policy step's name in the pipeline.
 const StepName = "policies"
+
+// RulePolicyEvaluation is the rule of failures that concern the whole policy set
+// rather than one policy.
+var RulePolicyEvaluation = admission.Register(admission.Rule{
+	ID:          admission.RuleNamespace + ".policy_evaluation",
+	Title:       "Policy set evaluates",
+	Doc:         "The Rego policy set could not be evaluated for the workload; policies.onError decides (deny or allow).",
+	Enforcement: admission.EnforcementDeny,
+	Check:       StepName,
+})
 
 // maxWarning caps one admission warning. The API server truncates long warnings
 // anyway; cutting here keeps the policy id at the front intact.
@@ -89,7 +98,7 @@ func (s *Step) apply(ctx context.Context, res *Result, d *admission.Decision) {
 	for _, f := range res.Failures {
 		rule, what := f.PolicyID(), f.PolicyID()
 		if rule == "" {
-			rule, what = StepName, "the policy set"
+			rule, what = RulePolicyEvaluation, "the policy set"
 		}
 		logger.Error(f.Err, "policy evaluation failed", "policy", rule, "reason", f.Reason, "onError", onError)
 		if onError == config.OnErrorAllow {

@@ -62,7 +62,7 @@ var _ = Describe("the review command line", func() {
 	It("exits 1 when an object is denied", func() {
 		code, out, errOut := cli("", "-f", "../../test/review/testdata/corpus/kubeflow/pytorchjob.yaml", "--cluster-state", corpusState)
 		Expect(code).To(Equal(review.ExitDenied))
-		Expect(out).To(ContainSubstring("[unsupported-integration]"))
+		Expect(out).To(ContainSubstring("[kueue_guard.unsupported_integration]"))
 		Expect(errOut).To(BeEmpty())
 	})
 

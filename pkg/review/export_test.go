@@ -2,6 +2,5 @@ package review
 
 // Internals the external tests check against other packages' lists.
 var (
-	BuiltinRules    = builtinRules
 	ControllerKinds = controllerKinds
 )

@@ -184,7 +184,7 @@ func (o *Object) Ref() string {
 
 // Finding is one violated rule.
 type Finding struct {
-	// Rule is a built-in rule name (missing-local-queue, ...) or a policy id.
+	// Rule is a built-in rule name (kueue_guard.missing_local_queue, ...) or a policy id.
 	Rule string `json:"rule"`
 	// Enforcement is deny, warn or dryrun.
 	Enforcement string `json:"enforcement"`

@@ -140,6 +140,9 @@ func Review(ctx context.Context, o Options, manifests []*Manifest, readErrs []*I
 	if err := r.build(); err != nil {
 		return nil, err
 	}
+	for _, ri := range AllRules(r.policies) {
+		report.rules[ri.ID] = ri
+	}
 	for i, m := range manifests {
 		if objects[i].Status == "" {
 			r.review(ctx, m, objects[i])
@@ -372,7 +375,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 
 // unknownQueue applies what the review does not know, without cluster state, to
 // a workload's decision: a LocalQueue the manifests do not define may well exist,
-// so the missing-local-queue violation (and its warning) is replaced by a note
+// so the kueue_guard.missing_local_queue violation (and its warning) is replaced by a note
 // that says what the configured action would do if it did not.
 func (r *reviewer) unknownQueue(req *admission.Request, in *integrations.Integration, final *unstructured.Unstructured, d *admission.Decision, o *Object) {
 	queue := workload.QueueName(final, in)
@@ -539,7 +542,8 @@ func (rep *Report) finish() {
 	}
 }
 
-// Rules are the rules the report's findings refer to, sorted by id.
+// Rules are every rule the review could report (each built-in rule and each
+// loaded policy) and any other id a finding names, sorted by id.
 func (rep *Report) Rules() []RuleInfo {
 	out := make([]RuleInfo, 0, len(rep.rules))
 	for _, id := range sortedKeys(rep.rules) {

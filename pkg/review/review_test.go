@@ -170,7 +170,7 @@ spec: {template: {spec: {containers: "nope"}}}
 `)
 		job := object(rep, "Job", "odd")
 		Expect(job.Status).To(Equal(review.StatusDenied))
-		Expect(rules(job)).To(ContainElement("deny " + policies.StepName))
+		Expect(rules(job)).To(ContainElement("deny " + policies.RulePolicyEvaluation))
 		Expect(object(rep, "Deployment", "odd").Status).To(Equal(review.StatusAllowed))
 	})
 

@@ -1,52 +1,27 @@
 package review_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
 
 var _ = Describe("the reviewer's lists agree with the pipeline's", func() {
-	It("describes every rule constant of the admission package", func() {
-		fset := token.NewFileSet()
-		pkgs, err := parser.ParseDir(fset, "../admission", func(fi fs.FileInfo) bool {
-			return !strings.HasSuffix(fi.Name(), "_test.go")
-		}, 0)
-		Expect(err).NotTo(HaveOccurred())
-		var found []string
-		for _, p := range pkgs {
-			for _, f := range p.Files {
-				ast.Inspect(f, func(n ast.Node) bool {
-					vs, ok := n.(*ast.ValueSpec)
-					if !ok {
-						return true
-					}
-					for i, name := range vs.Names {
-						if strings.HasPrefix(name.Name, "Rule") && i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
-								v, _ := strconv.Unquote(lit.Value)
-								found = append(found, v)
-							}
-						}
-					}
-					return true
-				})
-			}
+	It("lists every built-in rule of the registry, with the registry's words", func() {
+		all := map[string]review.RuleInfo{}
+		for _, r := range review.AllRules(nil) {
+			all[r.ID] = r
 		}
-		Expect(found).To(HaveLen(13), "the test no longer finds the rule constants")
-		for _, rule := range found {
-			Expect(review.BuiltinRules).To(HaveKey(rule))
-			Expect(review.BuiltinRules[rule].Title).NotTo(BeEmpty())
+		Expect(admission.Rules()).NotTo(BeEmpty())
+		for _, r := range admission.Rules() {
+			Expect(all).To(HaveKeyWithValue(r.ID, review.RuleInfo{ID: r.ID, Title: r.Title, Description: r.Doc,
+				Enforcement: string(r.Enforcement)}))
 		}
 	})
 

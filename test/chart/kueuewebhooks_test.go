@@ -47,7 +47,7 @@ var _ = Describe("the chart's ValidatingAdmissionPolicy for Kueue's webhooks", O
 		for _, o := range kueueWebhookConfigurations("kueue-second") {
 			Eventually(func() error { return k8sClient.Create(ctx, o.DeepCopy(), client.DryRunAll) }).
 				Should(MatchError(And(
-					ContainSubstring("[kueue-webhook-singleton] registers Kueue's webhook"),
+					ContainSubstring("[kueue_guard.kueue_webhook_singleton] registers Kueue's webhook"),
 					ContainSubstring("for service kueue-second/kueue-webhook-service, but Kueue runs in kueue-system"),
 				)), o.GetKind())
 		}

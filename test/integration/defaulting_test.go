@@ -84,7 +84,7 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 			obj := build(ns, "wl").Obj()
 			err := k8sClient.Create(ctx, obj)
 			Expect(err).To(MatchError(ContainSubstring(`admission webhook "validate-workloads.kueue-guard.io" denied the request`)))
-			Expect(err).To(MatchError(ContainSubstring("[unsupported-integration]")))
+			Expect(err).To(MatchError(ContainSubstring("[kueue_guard.unsupported_integration]")))
 		}, unsupportedKinds)
 
 		It("never overwrites a queue the user set", func() {

@@ -105,7 +105,7 @@ var _ = Describe("guardrails under the managed profile", func() {
 		_, stderr, err := env.Kubectl(manifest, "apply", "-f", "-")
 		Expect(err).To(HaveOccurred())
 		Expect(stderr).To(ContainSubstring(`The AppWrapper "aw" is invalid: ` +
-			`metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: [unsupported-integration] AppWrapper`))
+			`metadata.labels[kueue.x-k8s.io/queue-name]: Forbidden: [kueue_guard.unsupported_integration] AppWrapper`))
 	})
 
 	It("denies moving a running Job to another queue, allows it once suspended", func() {

@@ -1,0 +1,50 @@
+package admission_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+)
+
+var _ = Describe("the rule registry", func() {
+	It("names, for every built-in rule, a step of the built pipeline that checks it", func() {
+		// The policy step is added by the caller (the server, the reviewer), as here.
+		p, err := guard.Build(config.Default(), "kueue-guard-system", policyStep{})
+		Expect(err).NotTo(HaveOccurred())
+		steps := p.StepNames()
+		Expect(guard.Rules()).To(HaveLen(14), "13 guard rules and the policy step's")
+		for _, r := range guard.Rules() {
+			Expect(steps).To(ContainElement(r.Check), r.ID)
+			Expect(r.ID).To(HavePrefix(guard.RuleNamespace+"."), "built-in ids are in the kueue_guard namespace")
+		}
+	})
+
+	It("refuses a rule that breaks the id scheme or says nothing about itself", func() {
+		Expect(func() {
+			guard.Register(guard.Rule{ID: "kebab-case", Title: "t", Doc: "d", Check: "c", Enforcement: guard.EnforcementDeny})
+		}).To(Panic())
+		Expect(func() {
+			guard.Register(guard.Rule{ID: "kueue_guard.no_doc", Title: "t", Check: "c", Enforcement: guard.EnforcementDeny})
+		}).To(Panic())
+		Expect(func() {
+			guard.Register(guard.Rule{ID: guard.RuleUntrustedOwner, Title: "t", Doc: "d", Check: "c", Enforcement: guard.EnforcementDeny})
+		}).To(Panic(),
+			"an id is registered once")
+	})
+})
+
+// policyStep stands in the pipeline under the policy step's name only: the test
+// reads step names, and runs nothing.
+type policyStep struct{}
+
+func (policyStep) Name() string { return policies.StepName }
+
+func (policyStep) Admit(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
+	return nil
+}
