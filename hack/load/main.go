@@ -29,7 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
@@ -66,8 +66,8 @@ func run(addr, namespace, queue string, requests, workers int, duration time.Dur
 	objects := map[string]*fixtures.Object{}
 	fresh := fixtures.Job(namespace, "load").Parallelism(4)
 	queued := fixtures.Job(namespace, "load").Parallelism(4).Queue(queue)
-	objects[handlers.MutateWorkloadsPath], objects[handlers.ValidateWorkloadsPath] = &fresh, &queued
-	for _, path := range []string{handlers.MutateWorkloadsPath, handlers.ValidateWorkloadsPath} {
+	objects[webhookconfig.MutateWorkloadsPath], objects[webhookconfig.ValidateWorkloadsPath] = &fresh, &queued
+	for _, path := range []string{webhookconfig.MutateWorkloadsPath, webhookconfig.ValidateWorkloadsPath} {
 		raw, err := json.Marshal(objects[path].Object)
 		if err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 )
 
 // Kueue's manager configuration lives in a ConfigMap in Kueue's namespace under

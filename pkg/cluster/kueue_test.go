@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 )
 
 var _ = Describe("Kueue's Configuration", func() {

@@ -1,3 +1,6 @@
+// Package handlers adapts the admission pipeline to controller-runtime's webhook
+// server: decode the AdmissionRequest, run the pipeline against the informer-backed
+// cluster view, and build the response with controller-runtime's helpers.
 package handlers
 
 import (

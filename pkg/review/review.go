@@ -29,10 +29,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
-	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )

@@ -29,6 +29,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
 
 // Options are everything the server needs; the serve command fills them from flags.
@@ -132,9 +133,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	hooks := mgr.GetWebhookServer()
 	for path, h := range map[string]*handlers.Handler{
-		handlers.MutateWorkloadsPath:          handlers.NewMutatingWorkloads(pipeline, view, metrics),
-		handlers.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
-		handlers.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
+		webhookconfig.MutateWorkloadsPath:          handlers.NewMutatingWorkloads(pipeline, view, metrics),
+		webhookconfig.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
+		webhookconfig.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
 	} {
 		hooks.Register(path, &webhook.Admission{Handler: h.WithObserver(o.Observer)})
 	}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
-	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
@@ -129,7 +128,7 @@ func Mutating(o Options) *admissionregistrationv1.MutatingWebhookConfiguration {
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingName},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name:                    MutateWorkloadsWebhook,
-			ClientConfig:            o.clientConfig(handlers.MutateWorkloadsPath),
+			ClientConfig:            o.clientConfig(MutateWorkloadsPath),
 			Rules:                   WorkloadRules(admissionregistrationv1.Create),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
@@ -179,7 +178,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 		ObjectMeta: metav1.ObjectMeta{Name: ValidatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name:                    ValidateWorkloadsWebhook,
-			ClientConfig:            o.clientConfig(handlers.ValidateWorkloadsPath),
+			ClientConfig:            o.clientConfig(ValidateWorkloadsPath),
 			Rules:                   append(WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), ScaleRules()...),
 			MatchConditions:         []admissionregistrationv1.MatchCondition{o.topLevel()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
@@ -190,7 +189,7 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 			AdmissionReviewVersions: []string{"v1"},
 		}, {
 			Name:                    ValidateKueueControllersWebhook,
-			ClientConfig:            o.clientConfig(handlers.ValidateKueueControllersPath),
+			ClientConfig:            o.clientConfig(ValidateKueueControllersPath),
 			Rules:                   ControllerRules(),
 			MatchConditions:         []admissionregistrationv1.MatchCondition{MayRunKueueCondition()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),

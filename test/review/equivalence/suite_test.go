@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
-	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -46,7 +45,7 @@ var (
 
 // Webhook names as the server's handlers report them to the observer.
 var (
-	mutateWebhook = strings.TrimPrefix(handlers.MutateWorkloadsPath, "/")
+	mutateWebhook = strings.TrimPrefix(webhookconfig.MutateWorkloadsPath, "/")
 )
 
 var (

@@ -5,7 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 )
 
 var _ = Describe("IdentityOf", func() {

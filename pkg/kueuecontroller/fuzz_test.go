@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kueue-guard/kueue-guard/pkg/admission/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 )
 
 // FuzzDetect feeds arbitrary JSON objects to Detect and IdentityOf: neither may panic,
