@@ -48,7 +48,7 @@ func benchView(b *testing.B) cluster.View {
 func benchPipeline(b *testing.B, withPolicies bool) *guard.Pipeline {
 	b.Helper()
 	cfg := config.Default()
-	var steps []guard.Step
+	var steps []guard.ValidationStep
 	if withPolicies {
 		eng, err := policies.NewEngine(policies.Options{Directory: filepath.Join("..", "..", "policies"), OnError: config.OnErrorDeny})
 		if err != nil {

@@ -19,7 +19,7 @@ func (e configExemptions) IsOwnNamespace(ns string) bool { return e.own != "" &&
 // built-in guards first, the policies last. The server and the offline reviewer both call it, so they run the
 // same steps; policies (which live in their own package) come in as extra
 // validating steps, run last.
-func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*Pipeline, error) {
+func Build(cfg *config.Configuration, ownNamespace string, policies ...ValidationStep) (*Pipeline, error) {
 	resolver, err := NewQueueResolver(cfg)
 	if err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*P
 	if err != nil {
 		return nil, err
 	}
-	validating := []Step{
+	validating := []ValidationStep{
 		OwnerGuard{},
 		NewBackstop(queuePolicy),
 		LabelConsistency{},
@@ -39,8 +39,8 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Step) (*P
 		PodGroupResize{},
 	}
 	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
-		Mutating:    []Step{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue)},
+		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue)},
 		Validating:  append(validating, policies...),
-		Controllers: []Step{NewControllerGuard(cfg)},
+		Controllers: []ValidationStep{NewControllerGuard(cfg)},
 	}), nil
 }

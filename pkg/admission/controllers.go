@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -154,11 +155,11 @@ func (g *ControllerGuard) owners(view cluster.View) ([]cluster.ControllerRef, bo
 	return running[:1], false // first one wins
 }
 
-// Admit implements Step.
-func (g *ControllerGuard) Admit(_ context.Context, req *Request, _ Target, view cluster.View, d *Decision) error {
-	if !isCreateOrUpdate(req.Operation) {
-		return nil
-	}
+// Handles implements Step.
+func (*ControllerGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep.
+func (g *ControllerGuard) Validate(_ context.Context, req *Request, _ Target, view cluster.View, d *Decision) error {
 	if webhookConfigurationKinds[req.Kind.GroupKind()] {
 		g.admitWebhooks(req, view, d)
 		return nil

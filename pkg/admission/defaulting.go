@@ -159,13 +159,13 @@ func QueueLabelField(in *integrations.Integration) *field.Path {
 	return field.NewPath(in.LabelsPath()[0], in.LabelsPath()[1:]...).Key(integrations.QueueNameLabel)
 }
 
-// Admit implements Step. It only acts on CREATE of a top-level workload (the
+// Handles implements Step: defaulting happens at creation only.
+func (*Defaulter) Handles(op admissionv1.Operation) bool { return op == admissionv1.Create }
+
+// Mutate implements MutationStep. It acts on a top-level workload only (the
 // pipeline decides which are), never overwrites a queue the user set, and is
 // idempotent: on reinvocation the label is already there and nothing changes.
-func (s *Defaulter) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if req.Operation != admissionv1.Create {
-		return nil
-	}
+func (s *Defaulter) Mutate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
 	in := t.Integration
 	queue := workload.QueueName(req.Object, in)
 	priority := ""

@@ -64,7 +64,7 @@ func pipelineFor(cfg *config.Configuration) *guard.Pipeline {
 	r, err := guard.NewQueueResolver(cfg)
 	Expect(err).NotTo(HaveOccurred())
 	return guard.NewPipeline(exemptKubeSystem{}, trust.New(cfg.Trust.Controllers),
-		guard.Steps{Mutating: []guard.Step{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}})
+		guard.Steps{Mutating: []guard.MutationStep{guard.NewDefaulter(r, cfg.Defaulting.MissingLocalQueue)}})
 }
 
 func create(obj *unstructured.Unstructured) *guard.Request {
@@ -317,7 +317,7 @@ var _ = Describe("queue defaulting", func() {
 	})
 
 	It("contains a panicking step and reports it as an internal error", func() {
-		pp := guard.NewPipeline(nil, nil, guard.Steps{Mutating: []guard.Step{panicStep{}}})
+		pp := guard.NewPipeline(nil, nil, guard.Steps{Mutating: []guard.MutationStep{panicStep{}}})
 		_, err := pp.Mutate(context.Background(), create(fixtures.Job("a", "j").Obj()), view())
 		var se *guard.StepError
 		Expect(errors.As(err, &se)).To(BeTrue())
@@ -336,8 +336,10 @@ var _ = Describe("queue defaulting", func() {
 
 type panicStep struct{}
 
-func (panicStep) Name() string { return "panics" }
-func (panicStep) Admit(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
+func (panicStep) Name() string                       { return "panics" }
+func (panicStep) Handles(admissionv1.Operation) bool { return true }
+
+func (panicStep) Mutate(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
 	panic("boom")
 }
 

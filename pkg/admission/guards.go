@@ -46,11 +46,6 @@ var (
 	})
 )
 
-// isCreateOrUpdate reports whether the validating guards apply to an operation.
-func isCreateOrUpdate(op admissionv1.Operation) bool {
-	return op == admissionv1.Create || op == admissionv1.Update
-}
-
 // effectiveQueue is the queue a workload has, or on CREATE the one defaulting
 // would give it (when our mutating webhook did not run, e.g. it was down), and
 // whether it came from defaulting.
@@ -112,18 +107,16 @@ func (g *IntegrationGuard) Supported(in *integrations.Integration, view cluster.
 	return false, true, source
 }
 
-// Admit implements Step. It judges CREATE, and UPDATEs that change the queue:
-// every other update of an existing object (its controller removing a
+// Handles implements Step.
+func (*IntegrationGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep. It judges CREATE, and UPDATEs that change
+// the queue: every other update of an existing object (its controller removing a
 // finalizer, status-like writes) passes, so that an object of an unsupported
 // kind can still be cleaned up.
-func (g *IntegrationGuard) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	switch req.Operation {
-	case admissionv1.Create:
-	case admissionv1.Update:
-		if req.OldObject != nil && workload.QueueName(req.OldObject, t.Integration) == workload.QueueName(req.Object, t.Integration) {
-			return nil
-		}
-	default:
+func (g *IntegrationGuard) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if req.Operation == admissionv1.Update && req.OldObject != nil &&
+		workload.QueueName(req.OldObject, t.Integration) == workload.QueueName(req.Object, t.Integration) {
 		return nil
 	}
 	if q, _ := effectiveQueue(req, t, g.resolver, view); q == "" {
@@ -190,12 +183,12 @@ func MissingQueueWarning(queue, namespace string) string {
 	return fmt.Sprintf("LocalQueue %q not found in namespace %q: the workload stays pending until it exists", queue, namespace)
 }
 
-// Admit implements Step. On UPDATE it only looks at a queue that changed, so a
-// running workload's status updates do not repeat warnings.
-func (s *QueueChecks) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if !isCreateOrUpdate(req.Operation) {
-		return nil
-	}
+// Handles implements Step.
+func (*QueueChecks) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep. On UPDATE it only looks at a queue that
+// changed, so a running workload's status updates do not repeat warnings.
+func (s *QueueChecks) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
 	in := t.Integration
 	queue := workload.QueueName(req.Object, in)
 	if queue == "" || (req.Operation == admissionv1.Update && req.OldObject != nil && workload.QueueName(req.OldObject, in) == queue) {
@@ -247,9 +240,12 @@ var _ Step = QueueImmutability{}
 // Name implements Step.
 func (QueueImmutability) Name() string { return queueImmutabilityName }
 
-// Admit implements Step.
-func (QueueImmutability) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
-	if req.Operation != admissionv1.Update || req.OldObject == nil {
+// Handles implements Step.
+func (QueueImmutability) Handles(op admissionv1.Operation) bool { return op == admissionv1.Update }
+
+// Validate implements ValidationStep.
+func (QueueImmutability) Validate(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if req.OldObject == nil {
 		return nil
 	}
 	in := t.Integration

@@ -255,7 +255,7 @@ var _ = Describe("queue-name immutability", func() {
 })
 
 func kueueChartDeployment(namespace, name string) *unstructured.Unstructured {
-	data, err := os.ReadFile("kueuecontroller/testdata/kueue-chart-deployment.yaml")
+	data, err := os.ReadFile("../kueuecontroller/testdata/kueue-chart-deployment.yaml")
 	Expect(err).NotTo(HaveOccurred())
 	obj := &unstructured.Unstructured{}
 	Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())

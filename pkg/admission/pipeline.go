@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -28,11 +29,11 @@ type Exemptions interface {
 // Steps are the steps of the pipeline's three paths.
 type Steps struct {
 	// Mutating run on /mutate-workloads, on catalog kinds.
-	Mutating []Step
+	Mutating []MutationStep
 	// Validating run on /validate-workloads, on catalog kinds.
-	Validating []Step
+	Validating []ValidationStep
 	// Controllers run on /validate-kueue-controllers, on any kind.
-	Controllers []Step
+	Controllers []ValidationStep
 }
 
 // Pipeline runs the admission steps in order. It is safe for concurrent use: it
@@ -52,10 +53,11 @@ func NewPipeline(exempt Exemptions, trusted *trust.Matcher, steps Steps) *Pipeli
 // StepNames lists the names of every step of the three paths, in order.
 func (p *Pipeline) StepNames() []string {
 	var out []string
-	for _, steps := range [][]Step{p.steps.Mutating, p.steps.Validating, p.steps.Controllers} {
-		for _, s := range steps {
-			out = append(out, s.Name())
-		}
+	for _, s := range p.steps.Mutating {
+		out = append(out, s.Name())
+	}
+	for _, s := range append(slices.Clone(p.steps.Validating), p.steps.Controllers...) {
+		out = append(out, s.Name())
 	}
 	return out
 }
@@ -105,7 +107,7 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 	}
 	working := *req
 	working.Object = req.Object.DeepCopy()
-	if err := p.run(ctx, p.steps.Mutating, &working, t, view, d); err != nil {
+	if err := run(ctx, p.steps.Mutating, MutationStep.Mutate, &working, t, view, d); err != nil {
 		return nil, err
 	}
 	mutated, err := json.Marshal(working.Object.Object)
@@ -135,7 +137,7 @@ func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View
 	if !ok {
 		return d, nil
 	}
-	if err := p.run(ctx, p.steps.Validating, req, t, view, d); err != nil {
+	if err := run(ctx, p.steps.Validating, ValidationStep.Validate, req, t, view, d); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -179,7 +181,7 @@ func (p *Pipeline) ValidateControllers(ctx context.Context, req *Request, view c
 		(req.Namespace != "" && p.exempt != nil && p.exempt.IsOwnNamespace(req.Namespace)) {
 		return d, nil
 	}
-	if err := p.run(ctx, p.steps.Controllers, req, Target{}, view, d); err != nil {
+	if err := run(ctx, p.steps.Controllers, ValidationStep.Validate, req, Target{}, view, d); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -213,9 +215,16 @@ func (p *Pipeline) Workload(ctx context.Context, req *Request, view cluster.View
 	return v, nil
 }
 
-func (p *Pipeline) run(ctx context.Context, steps []Step, req *Request, t Target, view cluster.View, d *Decision) error {
+// stepFunc is a step's Mutate or Validate.
+type stepFunc[S Step] func(S, context.Context, *Request, Target, cluster.View, *Decision) error
+
+// run runs, in order, each step that handles the request's operation.
+func run[S Step](ctx context.Context, steps []S, do stepFunc[S], req *Request, t Target, view cluster.View, d *Decision) error {
 	for _, s := range steps {
-		if err := runStep(ctx, s, req, t, view, d); err != nil {
+		if !s.Handles(req.Operation) {
+			continue
+		}
+		if err := runStep(ctx, s, do, req, t, view, d); err != nil {
 			return err
 		}
 	}
@@ -224,7 +233,7 @@ func (p *Pipeline) run(ctx context.Context, steps []Step, req *Request, t Target
 
 // runStep contains any panic from a step (or from third-party code it calls) so
 // that one odd object fails its own request and never takes the server down.
-func runStep(ctx context.Context, s Step, req *Request, t Target, view cluster.View, d *Decision) (err error) {
+func runStep[S Step](ctx context.Context, s S, do stepFunc[S], req *Request, t Target, view cluster.View, d *Decision) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.FromContext(ctx).Error(fmt.Errorf("panic: %v", r), "admission step panicked",
@@ -232,7 +241,7 @@ func runStep(ctx context.Context, s Step, req *Request, t Target, view cluster.V
 			err = &StepError{Step: s.Name(), Err: fmt.Errorf("unexpected failure on this object")}
 		}
 	}()
-	if err := s.Admit(ctx, req, t, view, d); err != nil {
+	if err := do(s, ctx, req, t, view, d); err != nil {
 		return &StepError{Step: s.Name(), Err: err}
 	}
 	return nil

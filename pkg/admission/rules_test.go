@@ -3,6 +3,8 @@ package admission_test
 import (
 	"context"
 
+	admissionv1 "k8s.io/api/admission/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -45,6 +47,8 @@ type policyStep struct{}
 
 func (policyStep) Name() string { return policies.StepName }
 
-func (policyStep) Admit(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
+func (policyStep) Handles(admissionv1.Operation) bool { return true }
+
+func (policyStep) Validate(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
 	return nil
 }

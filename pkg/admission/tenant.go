@@ -156,9 +156,12 @@ func NewQueueRetention(policy *QueuePolicy) *QueueRetention { return &QueueReten
 // Name implements Step.
 func (*QueueRetention) Name() string { return queueRetentionName }
 
-// Admit implements Step.
-func (s *QueueRetention) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if req.Operation != admissionv1.Update || req.OldObject == nil || t.TrustedController {
+// Handles implements Step.
+func (*QueueRetention) Handles(op admissionv1.Operation) bool { return op == admissionv1.Update }
+
+// Validate implements ValidationStep.
+func (s *QueueRetention) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if req.OldObject == nil || t.TrustedController {
 		return nil
 	}
 	in := t.Integration
@@ -208,9 +211,12 @@ var _ Step = LabelConsistency{}
 // Name implements Step.
 func (LabelConsistency) Name() string { return labelConsistencyName }
 
-// Admit implements Step.
-func (LabelConsistency) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
-	if !isCreateOrUpdate(req.Operation) || t.TrustedController {
+// Handles implements Step.
+func (LabelConsistency) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep.
+func (LabelConsistency) Validate(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if t.TrustedController {
 		return nil
 	}
 	in := t.Integration
@@ -251,11 +257,11 @@ func NewBackstop(policy *QueuePolicy) *Backstop { return &Backstop{policy: polic
 // Name implements Step.
 func (*Backstop) Name() string { return backstopName }
 
-// Admit implements Step.
-func (s *Backstop) Admit(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if req.Operation != admissionv1.Create {
-		return nil
-	}
+// Handles implements Step: the backstop judges creations only.
+func (*Backstop) Handles(op admissionv1.Operation) bool { return op == admissionv1.Create }
+
+// Validate implements ValidationStep.
+func (s *Backstop) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
 	in := t.Integration
 	if workload.QueueName(req.Object, in) != "" {
 		return nil
@@ -298,10 +304,13 @@ var _ Step = PodGroupResize{}
 // Name implements Step.
 func (PodGroupResize) Name() string { return podGroupResizeName }
 
-// Admit implements Step.
-func (PodGroupResize) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+// Handles implements Step.
+func (PodGroupResize) Handles(op admissionv1.Operation) bool { return op == admissionv1.Update }
+
+// Validate implements ValidationStep.
+func (PodGroupResize) Validate(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
 	in := t.Integration
-	if req.Operation != admissionv1.Update || req.OldObject == nil || t.TrustedController ||
+	if req.OldObject == nil || t.TrustedController ||
 		in.GVK.Group != "apps" || in.GVK.Kind != "StatefulSet" || workload.QueueName(req.OldObject, in) == "" {
 		return nil
 	}
@@ -339,9 +348,12 @@ var _ Step = OwnerGuard{}
 // Name implements Step.
 func (OwnerGuard) Name() string { return ownerGuardName }
 
-// Admit implements Step.
-func (OwnerGuard) Admit(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
-	if t.TrustedController || !isCreateOrUpdate(req.Operation) {
+// Handles implements Step.
+func (OwnerGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep.
+func (OwnerGuard) Validate(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+	if t.TrustedController {
 		return nil
 	}
 	owner := metav1.GetControllerOfNoCopy(req.Object)

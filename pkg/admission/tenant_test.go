@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -216,7 +218,7 @@ var _ = Describe("tenant-proof guards", func() {
 		// seen records what the validating steps are asked to judge.
 		judged := func(held *unstructured.Unstructured, resource string) []*guard.Request {
 			rec := &recorder{}
-			p := guard.NewPipeline(nil, nil, guard.Steps{Validating: []guard.Step{rec}})
+			p := guard.NewPipeline(nil, nil, guard.Steps{Validating: []guard.ValidationStep{rec}})
 			_, err := p.Validate(context.Background(), scaleOf(resource, 8), view(append(objs(), held)...))
 			Expect(err).NotTo(HaveOccurred())
 			return rec.seen
@@ -252,7 +254,9 @@ type recorder struct{ seen []*guard.Request }
 
 func (r *recorder) Name() string { return "recorder" }
 
-func (r *recorder) Admit(_ context.Context, req *guard.Request, _ guard.Target, _ cluster.View, _ *guard.Decision) error {
+func (r *recorder) Handles(admissionv1.Operation) bool { return true }
+
+func (r *recorder) Validate(_ context.Context, req *guard.Request, _ guard.Target, _ cluster.View, _ *guard.Decision) error {
 	r.seen = append(r.seen, req)
 	return nil
 }

@@ -151,11 +151,31 @@ type Target struct {
 }
 
 // Step is one admission concern: defaulting, the integration guard, the controller
-// guard, the policies. A step adds to the Decision; it returns an error only when it
+// guard, the policies. It declares the operations it handles; the pipeline runs it
+// for those only. A step adds to the Decision; it returns an error only when it
 // cannot decide (an infrastructure failure), never for a broken rule.
 type Step interface {
 	Name() string
-	Admit(ctx context.Context, req *Request, t Target, view cluster.View, d *Decision) error
+	Handles(op admissionv1.Operation) bool
+}
+
+// MutationStep is a step of the mutating path: it may edit req.Object (the
+// pipeline's working copy) and report violations.
+type MutationStep interface {
+	Step
+	Mutate(ctx context.Context, req *Request, t Target, view cluster.View, d *Decision) error
+}
+
+// ValidationStep is a step of the validating paths: it reads the request and
+// reports violations, never edits the object.
+type ValidationStep interface {
+	Step
+	Validate(ctx context.Context, req *Request, t Target, view cluster.View, d *Decision) error
+}
+
+// createOrUpdate is what most steps handle.
+func createOrUpdate(op admissionv1.Operation) bool {
+	return op == admissionv1.Create || op == admissionv1.Update
 }
 
 // StepError is an infrastructure failure of a step (or a contained panic).

@@ -51,7 +51,7 @@ var _ = Describe("Kueue's Configuration", func() {
 
 var _ = Describe("the cached Deployments", func() {
 	It("keep what the Kueue controller fingerprint and identity read, and nothing else", func() {
-		data, err := os.ReadFile("../admission/kueuecontroller/testdata/kueue-chart-deployment.yaml")
+		data, err := os.ReadFile("../kueuecontroller/testdata/kueue-chart-deployment.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		full := &unstructured.Unstructured{}
 		Expect(yaml.Unmarshal(data, &full.Object)).To(Succeed())
@@ -74,7 +74,7 @@ var _ = Describe("the cached Deployments", func() {
 
 	It("lists the controllers oldest first, so the first one wins", func() {
 		older := &unstructured.Unstructured{}
-		data, _ := os.ReadFile("../admission/kueuecontroller/testdata/kueue-chart-deployment.yaml")
+		data, _ := os.ReadFile("../kueuecontroller/testdata/kueue-chart-deployment.yaml")
 		Expect(yaml.Unmarshal(data, &older.Object)).To(Succeed())
 		newer := older.DeepCopy()
 		older.SetNamespace("z-kueue")

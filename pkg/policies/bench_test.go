@@ -19,7 +19,7 @@ import (
 // built from the request and the view, every policy evaluated, results applied.
 func benchValidate(b *testing.B, e *policies.Engine, req *admission.Request, view cluster.View) {
 	b.Helper()
-	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.Step{policies.NewStep(e)}})
+	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{policies.NewStep(e)}})
 	ctx := context.Background()
 	if _, err := p.Validate(ctx, req, view); err != nil {
 		b.Fatal(err)

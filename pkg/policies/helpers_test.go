@@ -156,7 +156,7 @@ func createRequest(obj *unstructured.Unstructured) *admission.Request {
 
 // validate runs the validating pipeline with only the policy step.
 func validate(e *policies.Engine, req *admission.Request, view cluster.View) *admission.Decision {
-	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.Step{policies.NewStep(e)}})
+	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{policies.NewStep(e)}})
 	d, err := p.Validate(context.Background(), req, view)
 	Expect(err).NotTo(HaveOccurred())
 	return d

@@ -46,12 +46,18 @@ func NewStep(e *Engine) *Step { return &Step{engine: e} }
 // Name implements admission.Step.
 func (*Step) Name() string { return StepName }
 
-// Admit implements admission.Step. It skips objects that are not Kueue workloads
-// (no queue name after defaulting: Kueue ignores them, so quota policies have
-// nothing to say). It never returns an error: a failure is a violation decided by
-// policies.onError, so that the choice between failing open and closed is the
-// user's, not the webhook's failurePolicy.
-func (s *Step) Admit(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View, d *admission.Decision) error {
+// Handles implements admission.Step: policies judge creations and updates
+// (which updates they deny is theirs to say: input.request.operation).
+func (*Step) Handles(op admissionv1.Operation) bool {
+	return op == admissionv1.Create || op == admissionv1.Update
+}
+
+// Validate implements admission.ValidationStep. It skips objects that are not
+// Kueue workloads (no queue name after defaulting: Kueue ignores them, so quota
+// policies have nothing to say). It never returns an error: a failure is a
+// violation decided by policies.onError, so that the choice between failing open
+// and closed is the user's, not the webhook's failurePolicy.
+func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View, d *admission.Decision) error {
 	if req.Object == nil || t.Integration == nil || workload.QueueName(req.Object, t.Integration) == "" {
 		return nil
 	}
