@@ -27,7 +27,7 @@ TEST_FLAGS   ?= -race -count=1
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build test unit integration policy-test testbin lint vet fmt run clean help
+.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help
 
 all: build
 
@@ -68,7 +68,10 @@ unit: ## Unit tests only (no control plane).
 integration: testbin ## Integration tests only.
 	$(GO) test $(TEST_FLAGS) ./test/... $(GINKGO_FLAGS)
 
-lint: vet fmt ## go vet and gofmt.
+lint: vet fmt layers ## go vet, gofmt and the package layering of docs/architecture.md.
+
+layers: ## Fail when a package imports one of its own or a higher layer (docs/architecture.md).
+	$(GO) run ./hack/layercheck
 
 vet:
 	$(GO) vet ./...
