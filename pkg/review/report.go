@@ -1,8 +1,13 @@
 package review
 
 import (
+	"slices"
+	"sort"
+
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 )
 
 // Report identity. The JSON report (-o json) is a contract with the scripts that
@@ -220,4 +225,91 @@ type RuleInfo struct {
 	Policy bool
 	// Files are a policy's source files under the policy directory.
 	Files []string
+}
+
+// finish computes the summary, result and exit code.
+func (rep *Report) finish() {
+	s := Summary{Files: len(rep.files), Objects: len(rep.Objects), InputErrors: len(rep.Errors)}
+	for _, o := range rep.Objects {
+		switch o.Status {
+		case StatusAllowed:
+			s.Allowed++
+		case StatusDenied:
+			s.Denied++
+		case StatusError:
+			s.Errors++
+		case StatusSkipped:
+			s.Skipped++
+		case StatusClusterState:
+			s.ClusterState++
+		}
+		if len(o.Warnings) > 0 {
+			s.Warned++
+		}
+		if len(o.Patch) > 0 {
+			s.Patched++
+		}
+	}
+	rep.Summary = s
+	switch {
+	case s.InputErrors > 0 || s.Errors > 0:
+		rep.Result, rep.ExitCode = ResultError, ExitInputError
+	case s.Denied > 0:
+		rep.Result, rep.ExitCode = ResultDenied, ExitDenied
+	default:
+		rep.Result, rep.ExitCode = ResultAllowed, ExitAllowed
+	}
+}
+
+// Rules are every rule the review could report (each built-in rule and each
+// loaded policy) and any other id a finding names, sorted by id.
+func (rep *Report) Rules() []RuleInfo {
+	out := make([]RuleInfo, 0, len(rep.rules))
+	for _, id := range sortedKeys(rep.rules) {
+		out = append(out, rep.rules[id])
+	}
+	return out
+}
+
+// Files are the files the review read, in input order.
+func (rep *Report) Files() []string { return append([]string(nil), rep.files...) }
+
+// denials are an object's findings that deny it.
+func (o *Object) denials() []Finding {
+	var out []Finding
+	for _, f := range o.Findings {
+		if f.Enforcement == string(admission.EnforcementDeny) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// byFile groups objects by file, files in input order.
+func (rep *Report) byFile() ([]string, map[string][]*Object) {
+	groups := map[string][]*Object{}
+	for _, o := range rep.Objects {
+		groups[o.Source.File] = append(groups[o.Source.File], o)
+	}
+	files := rep.files
+	if files == nil {
+		for _, o := range rep.Objects {
+			if !slices.Contains(files, o.Source.File) {
+				files = append(files, o.Source.File)
+			}
+		}
+	}
+	return files, groups
+}
+
+// errorsOf are the input errors of one file, in order.
+func (rep *Report) errorsOf(file string) []*InputError {
+	var out []*InputError
+	for _, e := range rep.Errors {
+		if e.File == file {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Document < out[j].Document })
+	return out
 }

@@ -14,19 +14,14 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"sort"
-	"strings"
 
-	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"gomodules.xyz/jsonpatch/v2"
-	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -36,53 +31,6 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
-
-// DefaultNamespace is where namespaced objects without metadata.namespace go,
-// as with kubectl's default context.
-const DefaultNamespace = "default"
-
-// AuthenticatedGroup is the group the API server gives every authenticated user;
-// the reviewer's user always has it, as a real requester would.
-const AuthenticatedGroup = "system:authenticated"
-
-// Options configure a review.
-type Options struct {
-	// Config is the kueue-guard configuration the webhook runs with; nil means
-	// config.Default().
-	Config *config.Configuration
-	// ConfigFile names the configuration in reports ("" for the defaults).
-	ConfigFile string
-	// PolicyDir is the Rego policy directory; "" runs no policies.
-	PolicyDir string
-	// State is the cluster the manifests are applied to; nil means none (queue
-	// checks then say "unknown"). The review adds the manifests' own Namespaces
-	// and queues to it.
-	State *State
-	// User is who creates the objects. AuthenticatedGroup is added when missing.
-	User authenticationv1.UserInfo
-	// DefaultNamespace is the namespace of namespaced objects that name none;
-	// "" means DefaultNamespace.
-	DefaultNamespace string
-	// OwnNamespace is kueue-guard's own namespace, exempt as in the server.
-	OwnNamespace string
-	// Explain adds each workload's placement to the report.
-	Explain bool
-	// Mutated adds each object with its patch applied to the report.
-	Mutated bool
-}
-
-// SetupError is a review that could not start: a configuration or policy
-// directory that does not load. The CLI exits with ExitInputError.
-type SetupError struct {
-	// Err names the file (and line) that did not load.
-	Err error
-}
-
-// Error implements error.
-func (e *SetupError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *SetupError) Unwrap() error { return e.Err }
 
 // reviewer holds one review's pipeline and state.
 type reviewer struct {
@@ -180,7 +128,7 @@ func (r *reviewer) build() error {
 		// names the configured action.
 		cfg.Defaulting.MissingLocalQueue = config.MissingLocalQueueWarn
 	}
-	var steps []admission.Step
+	var steps []admission.ValidationStep
 	r.policies = map[string]*policies.Policy{}
 	if r.opts.PolicyDir != "" {
 		engine, err := policies.NewEngine(policies.Options{Directory: r.opts.PolicyDir, OnError: cfg.Policies.OnError, Resync: -1})
@@ -220,60 +168,6 @@ func objectName(obj *unstructured.Unstructured) string {
 	}
 	return ""
 }
-
-// request builds the CREATE request the API server would send for a manifest.
-func (r *reviewer) request(m *Manifest) (*admission.Request, error) {
-	obj := m.Object.DeepCopy()
-	gvk := obj.GroupVersionKind()
-	if obj.GetNamespace() == "" && isNamespaced(gvk.GroupKind()) {
-		// The API server puts the request's namespace into the object.
-		obj.SetNamespace(r.ns)
-	}
-	raw, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the object: %w", err)
-	}
-	return &admission.Request{
-		Operation: admissionv1.Create,
-		Kind:      gvk,
-		Namespace: obj.GetNamespace(),
-		Name:      obj.GetName(),
-		UserInfo:  r.user,
-		Object:    obj,
-		Raw:       raw,
-	}, nil
-}
-
-// isNamespaced reports kinds the reviewer knows to be namespaced: every catalog
-// kind, the controller guard's kinds, LocalQueues and ConfigMaps. Other kinds keep
-// the namespace they have: a cluster-scoped object must not get one.
-func isNamespaced(gk schema.GroupKind) bool {
-	if _, ok := integrations.Lookup(gk); ok {
-		return true
-	}
-	if controllerKinds[gk] && !admission.IsWebhookConfiguration(gk) {
-		return true
-	}
-	return gk == schema.GroupKind{Group: kueueGroup, Kind: "LocalQueue"} || gk == schema.GroupKind{Kind: "ConfigMap"}
-}
-
-// configurationKind is kueue-guard's configuration file, often kept beside the
-// manifests (examples/): the review names it rather than calling it unknown.
-var configurationKind = schema.GroupKind{Group: strings.Split(config.GroupVersion, "/")[0], Kind: config.Kind}
-
-// controllerKinds are the kinds the controller guard judges: those it is
-// registered for in a cluster, and webhook configurations, which a cluster
-// judges with the chart's ValidatingAdmissionPolicy and the review offline.
-var controllerKinds = func() map[schema.GroupKind]bool {
-	m := map[schema.GroupKind]bool{}
-	for _, k := range admission.ControllerKinds() {
-		m[k.GVK.GroupKind()] = true
-	}
-	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
-		m[schema.GroupKind{Group: "admissionregistration.k8s.io", Kind: kind}] = true
-	}
-	return m
-}()
 
 // review runs the pipeline on one object, as the API server would for a CREATE:
 // the mutating webhook, then both validating webhooks on the mutated object.
@@ -438,50 +332,6 @@ func (r *reviewer) namespaceNote(ns string, o *Object) {
 		"labels and annotations", ns))
 }
 
-// sortedPatch orders a patch by path when its operations are independent (no
-// path is a prefix of another), as the pipeline's are: they come from a diff of
-// maps, whose iteration order is random, and reports must be reproducible.
-func sortedPatch(patch []jsonpatch.Operation) []jsonpatch.Operation {
-	out := append([]jsonpatch.Operation(nil), patch...)
-	for i := range out {
-		for j := range out {
-			if i != j && strings.HasPrefix(out[j].Path, out[i].Path+"/") {
-				return out
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
-}
-
-// applyPatch applies a JSON patch to the object as read.
-func applyPatch(obj *unstructured.Unstructured, patch []jsonpatch.Operation) (map[string]any, error) {
-	if len(patch) == 0 {
-		return obj.Object, nil
-	}
-	doc, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, err
-	}
-	pj, err := json.Marshal(patch)
-	if err != nil {
-		return nil, err
-	}
-	p, err := jsonpatchapply.DecodePatch(pj)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Apply(doc)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
 func (r *reviewer) context() Context {
 	c := Context{ClusterState: r.state.Source, ClusterStateSource: r.state.Where, Config: r.opts.ConfigFile,
 		InstallProfile: string(r.cfg.InstallProfile), PolicyDirectory: r.opts.PolicyDir, Policies: sortedKeys(r.policies),
@@ -506,102 +356,4 @@ func filesOf(ms []*Manifest, errs []*InputError) []string {
 	out := sortedKeys(seq)
 	sort.SliceStable(out, func(i, j int) bool { return seq[out[i]] < seq[out[j]] })
 	return out
-}
-
-// finish computes the summary, result and exit code.
-func (rep *Report) finish() {
-	s := Summary{Files: len(rep.files), Objects: len(rep.Objects), InputErrors: len(rep.Errors)}
-	for _, o := range rep.Objects {
-		switch o.Status {
-		case StatusAllowed:
-			s.Allowed++
-		case StatusDenied:
-			s.Denied++
-		case StatusError:
-			s.Errors++
-		case StatusSkipped:
-			s.Skipped++
-		case StatusClusterState:
-			s.ClusterState++
-		}
-		if len(o.Warnings) > 0 {
-			s.Warned++
-		}
-		if len(o.Patch) > 0 {
-			s.Patched++
-		}
-	}
-	rep.Summary = s
-	switch {
-	case s.InputErrors > 0 || s.Errors > 0:
-		rep.Result, rep.ExitCode = ResultError, ExitInputError
-	case s.Denied > 0:
-		rep.Result, rep.ExitCode = ResultDenied, ExitDenied
-	default:
-		rep.Result, rep.ExitCode = ResultAllowed, ExitAllowed
-	}
-}
-
-// Rules are every rule the review could report (each built-in rule and each
-// loaded policy) and any other id a finding names, sorted by id.
-func (rep *Report) Rules() []RuleInfo {
-	out := make([]RuleInfo, 0, len(rep.rules))
-	for _, id := range sortedKeys(rep.rules) {
-		out = append(out, rep.rules[id])
-	}
-	return out
-}
-
-// Files are the files the review read, in input order.
-func (rep *Report) Files() []string { return append([]string(nil), rep.files...) }
-
-// denials are an object's findings that deny it.
-func (o *Object) denials() []Finding {
-	var out []Finding
-	for _, f := range o.Findings {
-		if f.Enforcement == string(admission.EnforcementDeny) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// byFile groups objects by file, files in input order.
-func (rep *Report) byFile() ([]string, map[string][]*Object) {
-	groups := map[string][]*Object{}
-	for _, o := range rep.Objects {
-		groups[o.Source.File] = append(groups[o.Source.File], o)
-	}
-	files := rep.files
-	if files == nil {
-		for _, o := range rep.Objects {
-			if !slices.Contains(files, o.Source.File) {
-				files = append(files, o.Source.File)
-			}
-		}
-	}
-	return files, groups
-}
-
-// errorsOf are the input errors of one file, in order.
-func (rep *Report) errorsOf(file string) []*InputError {
-	var out []*InputError
-	for _, e := range rep.Errors {
-		if e.File == file {
-			out = append(out, e)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Document < out[j].Document })
-	return out
-}
-
-// joinNonEmpty joins the non-empty parts.
-func joinNonEmpty(sep string, parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, sep)
 }
