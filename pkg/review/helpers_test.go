@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -103,3 +104,26 @@ spec:
         resources:
           requests: {cpu: "1", memory: 1Gi}
 `
+
+// refs renders what was read as "Kind name @document:line" for compact assertions.
+func refs(ms []*review.Manifest) []string {
+	out := []string{}
+	for _, m := range ms {
+		s := m.Object.GetKind() + " " + m.Object.GetName() + " @" + itoa(m.Source.Document) + ":" + itoa(m.Source.Line)
+		if m.Source.Item != nil {
+			s += " items[" + itoa(*m.Source.Item) + "]"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func errs(es []*review.InputError) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Error())
+	}
+	return out
+}

@@ -50,3 +50,24 @@ func (m *Manifest) lineOr(nodeLine int) int {
 	}
 	return nodeLine + m.lineOffset
 }
+
+// mappingValue returns the value node of key in a mapping node.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	k, v := mappingEntry(n, key)
+	if k == nil {
+		return nil
+	}
+	return v
+}
+
+func mappingEntry(n *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}

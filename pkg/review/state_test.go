@@ -1,0 +1,51 @@
+package review_test
+
+import (
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/review"
+)
+
+var _ = Describe("cluster state files", func() {
+	It("reads Kueue's v1beta1 objects, notes unknown fields and skipped kinds, and refuses unsupported versions", func() {
+		dir := GinkgoT().TempDir()
+		p := filepath.Join(dir, "state.yaml")
+		Expect(os.WriteFile(p, []byte(`apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cq}
+spec:
+  cohort: org
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors: [{name: f, resources: [{name: cpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: q, namespace: team}
+spec: {clusterQueue: cq, colour: blue}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: s, namespace: team}
+---
+apiVersion: kueue.x-k8s.io/v1alpha1
+kind: LocalQueue
+metadata: {name: old, namespace: team}
+`), 0o644)).To(Succeed())
+		s, es := review.LoadStateFile(p, config.DefaultKueueNamespace)
+		Expect(errs(es)).To(Equal([]string{p + ": document 4, line 19: unsupported version kueue.x-k8s.io/v1alpha1 of LocalQueue: use kueue.x-k8s.io/v1beta2 or v1beta1"}))
+		Expect(s.Notes).To(ConsistOf(ContainSubstring(`unknown field "spec.colour"`), ContainSubstring("skipped Service v1 team/s")))
+		cq, ok := s.Snapshot.ClusterQueue("cq")
+		Expect(ok).To(BeTrue())
+		Expect(string(cq.Spec.CohortName)).To(Equal("org"))
+		lq, ok := s.Snapshot.LocalQueue("team", "q")
+		Expect(ok).To(BeTrue())
+		Expect(string(lq.Spec.ClusterQueue)).To(Equal("cq"))
+		Expect(s.Known()).To(BeTrue())
+	})
+})
