@@ -1,197 +1,51 @@
 package policies_test
 
 import (
-	"context"
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kueue-guard/kueue-guard/pkg/admission"
-	"github.com/kueue-guard/kueue-guard/pkg/config"
-	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
-// Test policies.
-const (
-	// brokenPolicy fails at evaluation time on every queued object whose name is
-	// not a number: to_number errors, and strict built-in errors make it an error
-	// rather than an undefined (silently passing) rule.
-	brokenPolicy = `deny contains msg if {
-	n := to_number(input.object.metadata.name)
-	msg := sprintf("name %v", [n])
-}`
-	// slowPolicy never finishes in time.
-	slowPolicy = `deny contains "never" if {
-	some i in numbers.range(1, 100000)
-	some j in numbers.range(1, 100000)
-	i * j == -1
-}`
-	healthyPolicy = `deny contains {"msg": "queue lq is closed", "field": "metadata.labels"} if input.workload.queueName == "lq"`
-)
-
-func histogramCount(reg *prometheus.Registry, name string) uint64 {
-	mfs, err := reg.Gather()
-	Expect(err).NotTo(HaveOccurred())
-	var n uint64
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				n += m.GetHistogram().GetSampleCount()
-			}
-		}
-	}
-	return n
-}
-
-var _ = Describe("Evaluating", func() {
+var _ = Describe("The engine's lifecycle", func() {
 	var dir string
 	BeforeEach(func() { dir = GinkgoT().TempDir() })
 
-	It("applies each enforcement mode and records metrics", func() {
-		writeFiles(dir, map[string]string{
-			"deny.rego":   policy("t.denies", "deny", `deny contains "denied" if true`+"\n"+`warn contains "only a warning" if true`),
-			"warn.rego":   policy("t.warns", "warn", `deny contains {"msg": "warned", "field": "spec.x"} if true`),
-			"dryrun.rego": policy("t.dry", "dryrun", `deny contains "dry" if true`+"\n"+`warn contains "dry warning" if true`),
-			"quiet.rego":  policy("t.quiet", "", `deny contains "never" if false`),
-		})
-		e, reg := newEngine(dir)
+	It("accepts an empty directory as an empty, ready set", func() {
+		e := loadedEngine(dir)
+		Expect(e.Ready()).To(BeTrue())
+		Expect(e.Policies()).To(BeEmpty())
+	})
+
+	It("does not recompile an unchanged directory", func() {
+		writeFiles(dir, map[string]string{"p.rego": policy("x", "", `deny contains "x" if false`)})
+		e, _ := newEngine(dir)
 		Expect(e.Load()).To(Succeed())
-		d := validate(e, createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
-		Expect(d.Violations).To(ConsistOf(
-			admission.Violation{Rule: "t.denies", Message: "denied", Enforcement: admission.EnforcementDeny},
-			admission.Violation{Rule: "t.denies", Message: "only a warning", Enforcement: admission.EnforcementWarn},
-			admission.Violation{Rule: "t.warns", Field: fieldpath.Parse("spec.x"), Message: "warned", Enforcement: admission.EnforcementWarn},
-			admission.Violation{Rule: "t.dry", Message: "dry", Enforcement: admission.EnforcementDryRun},
-			admission.Violation{Rule: "t.dry", Message: "dry warning", Enforcement: admission.EnforcementDryRun},
-		))
-		Expect(d.Warnings).To(ConsistOf("[t.denies] only a warning", "[t.warns] warned"))
-		Expect(d.Allowed()).To(BeFalse())
-
-		m := e.Metrics()
-		Expect(metricValue(m.Violations.WithLabelValues("t.denies", "deny"))).To(Equal(1.0))
-		Expect(metricValue(m.Violations.WithLabelValues("t.dry", "dryrun"))).To(Equal(2.0))
-		Expect(metricValue(m.Policies)).To(Equal(4.0))
-		Expect(histogramCount(reg, "kueue_guard_policy_evaluation_duration_seconds")).To(Equal(uint64(1)))
-	})
-
-	It("lets dry-run policies never change the answer", func() {
-		writeFiles(dir, map[string]string{"dryrun.rego": policy("t.dry", "dryrun", `deny contains "dry" if true`)})
-		d := validate(loadedEngine(dir), createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
-		Expect(d.Allowed()).To(BeTrue())
-		Expect(d.Warnings).To(BeEmpty())
-		Expect(rules(d)).To(ConsistOf("t.dry/dryrun"))
-	})
-
-	It("uses the title when a message is empty", func() {
-		writeFiles(dir, map[string]string{"p.rego": policy("t.titled", "deny", `deny contains "" if true`)})
-		d := validate(loadedEngine(dir), createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
-		Expect(d.Violations[0].Message).To(Equal("t.titled policy"))
-	})
-
-	It("does not evaluate objects that are not queued", func() {
-		writeFiles(dir, map[string]string{"p.rego": policy("t.all", "", `deny contains "x" if true`)})
-		e, reg := newEngine(dir)
 		Expect(e.Load()).To(Succeed())
-		d := validate(e, createRequest(fixtures.Job("ml", "j").Obj()), snapshot())
-		Expect(d.Violations).To(BeEmpty())
-		Expect(histogramCount(reg, "kueue_guard_policy_evaluation_duration_seconds")).To(BeZero())
+		v, _ := e.Version()
+		Expect(v).To(Equal(uint64(1)))
+		Expect(metricValue(e.Metrics().Loads)).To(Equal(1.0))
+		// Test files do not change what is served.
+		writeFiles(dir, map[string]string{"p_test.rego": "package x_test\n\ntest_x if true\n"})
+		Expect(e.Load()).To(Succeed())
+		v, _ = e.Version()
+		Expect(v).To(Equal(uint64(1)))
 	})
 
-	Context("when a policy fails", func() {
-		BeforeEach(func() {
-			writeFiles(dir, map[string]string{
-				"broken.rego":  policy("t.broken", "", brokenPolicy),
-				"healthy.rego": policy("t.healthy", "", healthyPolicy),
-			})
-		})
-
-		It("denies by default, naming the policy and the reason, and keeps the others' results", func() {
-			e := loadedEngine(dir)
-			d := validate(e, createRequest(fixtures.Job("ml", "abc").Queue("lq").Obj()), snapshot())
-			Expect(d.Allowed()).To(BeFalse())
-			Expect(d.Denials()).To(HaveLen(2))
-			broken := d.Denials()[0]
-			if broken.Rule != "t.broken" {
-				broken = d.Denials()[1]
-			}
-			Expect(broken.Rule).To(Equal("t.broken"))
-			Expect(broken.Message).To(HavePrefix("policy engine failed evaluating t.broken: eval_builtin_error: to_number: "))
-			Expect(broken.Message).To(ContainSubstring("(broken.rego:"))
-			Expect(broken.Message).To(HaveSuffix("; the request was denied because policies.onError is deny"))
-			Expect(broken.Message).NotTo(ContainSubstring("goroutine"))
-			Expect(messagesOf(d, "t.healthy")).To(ConsistOf("queue lq is closed"))
-			Expect(metricValue(e.Metrics().Errors.WithLabelValues("evaluation"))).To(Equal(1.0))
-		})
-
-		It("admits with a warning under onError allow, still enforcing the healthy policies", func() {
-			e := loadedEngine(dir, func(o *policies.Options) { o.OnError = config.OnErrorAllow })
-			d := validate(e, createRequest(fixtures.Job("ml", "abc").Queue("other").Obj()), snapshot())
-			Expect(d.Allowed()).To(BeTrue())
-			Expect(rules(d)).To(ConsistOf("t.broken/warn"))
-			Expect(d.Warnings).To(HaveLen(1))
-			Expect(d.Warnings[0]).To(HavePrefix("[t.broken] policy engine failed evaluating t.broken: eval_builtin_error: to_number"))
-			Expect(d.Warnings[0]).To(HaveSuffix("; the request was admitted because policies.onError is allow"))
-
-			d = validate(e, createRequest(fixtures.Job("ml", "abc").Queue("lq").Obj()), snapshot())
-			Expect(d.Allowed()).To(BeFalse(), "a broken policy must not switch the healthy ones off")
-			Expect(messagesOf(d, "t.healthy")).To(ConsistOf("queue lq is closed"))
-		})
-
-		It("evaluates normally where the policy does not fail", func() {
-			d := validate(loadedEngine(dir), createRequest(fixtures.Job("ml", "42").Queue("other").Obj()), snapshot())
-			Expect(d.Violations).To(ConsistOf(admission.Violation{Rule: "t.broken", Message: "name 42", Enforcement: admission.EnforcementDeny}))
-		})
+	It("counts a refused set once, not on every re-read", func() {
+		writeFiles(dir, map[string]string{"p.rego": "package x\n\ndeny contains"})
+		e, _ := newEngine(dir)
+		Expect(e.Load()).NotTo(Succeed())
+		Expect(e.Load()).NotTo(Succeed())
+		Expect(metricValue(e.Metrics().LoadErrors)).To(Equal(1.0))
 	})
 
-	It("reports a malformed result as a failure of its policy", func() {
-		writeFiles(dir, map[string]string{"p.rego": policy("t.odd", "", `deny contains 42 if true`)})
-		d := validate(loadedEngine(dir), createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
-		Expect(d.Denials()).To(HaveLen(1))
-		Expect(d.Denials()[0].Message).To(ContainSubstring("deny results must be strings or objects with msg, got number 42"))
-	})
-
-	It("stops at the deadline and fails by onError", func() {
-		writeFiles(dir, map[string]string{"slow.rego": policy("t.slow", "", slowPolicy)})
-		e := loadedEngine(dir, func(o *policies.Options) { o.Timeout = 50 * time.Millisecond })
-		start := time.Now()
-		d := validate(e, createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
-		Expect(time.Since(start)).To(BeNumerically("<", 2*time.Second))
-		Expect(d.Denials()).To(HaveLen(1))
-		Expect(d.Denials()[0].Rule).To(Equal(policies.RulePolicyEvaluation))
-		Expect(d.Denials()[0].Message).To(MatchRegexp(
-			`^policy engine failed evaluating the policy set: evaluation did not finish within \S+ \(deadline 50ms\); the request was denied because policies.onError is deny$`))
-		Expect(metricValue(e.Metrics().Errors.WithLabelValues("deadline"))).To(Equal(1.0))
-	})
-
-	It("fails a request that gets no evaluation slot before its deadline", func() {
-		writeFiles(dir, map[string]string{"slow.rego": policy("t.slow", "", slowPolicy)})
-		e := loadedEngine(dir, func(o *policies.Options) {
-			o.MaxConcurrent = 1
-			o.Timeout = time.Minute
-		})
-		busyCtx, stopBusy := context.WithCancel(context.Background())
-		busy := make(chan *policies.Result, 1)
-		go func() { busy <- e.Evaluate(busyCtx, ast.NewObject()) }()
-		Eventually(e.SlotsInUse).Should(Equal(1))
-
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
-		res := e.Evaluate(ctx, ast.NewObject())
-		Expect(res.Failures).To(HaveLen(1))
-		Expect(res.Failures[0].Code).To(Equal("no_slot"))
-		Expect(res.Failures[0].Reason).To(MatchRegexp(`^no evaluation slot became free within \S+ \(1 evaluations already running\)$`))
-
-		stopBusy()
-		var r *policies.Result
-		Eventually(busy).Should(Receive(&r))
-		Expect(r.Failures).To(HaveLen(1))
-		Expect(r.Failures[0].Code).To(Equal("cancelled"))
-		Expect(e.SlotsInUse()).To(BeZero())
+	It("rejects bad options", func() {
+		_, err := policies.NewEngine(policies.Options{})
+		Expect(err).To(HaveOccurred())
+		_, err = policies.NewEngine(policies.Options{Directory: dir, OnError: "maybe"})
+		Expect(err).To(MatchError(ContainSubstring("policies.onError")))
 	})
 
 	It("fails every request by onError until a set is loaded", func() {
@@ -199,11 +53,5 @@ var _ = Describe("Evaluating", func() {
 		d := validate(e, createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
 		Expect(d.Denials()).To(HaveLen(1))
 		Expect(d.Denials()[0].Message).To(ContainSubstring("no policy set has been loaded"))
-	})
-
-	It("caps warnings and keeps the policy id in front", func() {
-		long := policies.WarningText("p", string(make([]byte, 1000)))
-		Expect(len(long)).To(BeNumerically("<=", 256))
-		Expect(long).To(HavePrefix("[p] "))
 	})
 })

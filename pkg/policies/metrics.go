@@ -6,18 +6,6 @@ import (
 	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 )
 
-// Reasons an evaluation failed, as the "reason" label of the engine error counter.
-// They separate a broken policy (evaluation) from an overloaded or slow server
-// (deadline, no_slot), which call for different fixes.
-const (
-	reasonEvaluation = "evaluation"
-	reasonDeadline   = "deadline"
-	reasonNoSlot     = "no_slot"
-	reasonCancelled  = "cancelled"
-	reasonNotLoaded  = "not_loaded"
-	reasonInput      = "input"
-)
-
 // Metrics are the policy engine's Prometheus series. They are created per engine
 // and registered into the Registerer the caller passes (never package globals), so
 // tests can read them from their own registry.

@@ -1,0 +1,35 @@
+package policies
+
+import (
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+)
+
+// Names a package must define to be a policy, and the METADATA key that sets its
+// enforcement.
+const (
+	denyRule          = "deny"
+	warnRule          = "warn"
+	enforcementCustom = "enforcement"
+)
+
+// Policy describes one policy of a loaded set: what reports and messages say about
+// it, and how its results are enforced.
+type Policy struct {
+	// ID is the package path without "data.", e.g. kueue_guard.fits_cluster_queue;
+	// violations carry it as their rule.
+	ID string
+	// Title and Description come from the package's METADATA.
+	Title       string
+	Description string
+	// Enforcement is METADATA custom.enforcement: what a deny result does.
+	Enforcement admission.Enforcement
+	// Files are the policy's source files, as paths under the policy directory.
+	Files []string
+	// HasDeny and HasWarn report which of the two rules the package defines.
+	HasDeny bool
+	HasWarn bool
+
+	path ast.Ref
+}
