@@ -82,11 +82,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	scheme := Scheme()
-	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion, o.ShutdownTimeout)
+	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion)
 	var certsReady chan struct{}
 	if o.ManageCerts {
 		certsReady = make(chan struct{})
-		ws.certsReady = certsReady
+		ws = certsReadyServer{Server: ws, ready: certsReady}
 	}
 	mgr, err := manager.New(o.RESTConfig, manager.Options{
 		Scheme:                  scheme,
