@@ -12,14 +12,16 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
 )
 
-// Kueue's own label keys. They are Kueue's API, so they live here once.
+// Kueue's own label keys, from Kueue's constants package: they are Kueue's API.
 const (
 	// QueueNameLabel routes a workload to a LocalQueue in its namespace.
-	QueueNameLabel = "kueue.x-k8s.io/queue-name"
+	QueueNameLabel = kueueconstants.QueueLabel
 	// PriorityClassLabel names the WorkloadPriorityClass of a workload.
-	PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+	PriorityClassLabel = kueueconstants.WorkloadPriorityClassLabel
 )
 
 // Integration describes one workload kind Kueue can manage.
@@ -77,7 +79,7 @@ type Suspension struct {
 }
 
 // KueueAdmissionGate is the scheduling gate Kueue puts on pods it has not admitted.
-const KueueAdmissionGate = "kueue.x-k8s.io/admission"
+const KueueAdmissionGate = podconstants.SchedulingGateName
 
 var (
 	specSuspend      = Suspension{Field: []string{"spec", "suspend"}}

@@ -37,6 +37,12 @@ func isKueueManagerImage(image string) bool {
 // repositoryPath splits an image reference into the elements of its repository path,
 // lower-cased, without registry host, tag or digest: "registry.k8s.io/kueue/kueue:v1"
 // → [kueue kueue]. A reference it cannot make sense of yields nil.
+//
+// It is deliberately lenient, and so not distribution/reference's strict parser:
+// the API server does not validate image references, and a guard that judged only
+// references the grammar accepts would let an object with an odd tag, digest or
+// case (Kueue:DEV, sha256:abc) through unjudged. Only the repository path is read,
+// and no input makes it fail (it is fuzzed).
 func repositoryPath(image string) []string {
 	ref := strings.ToLower(strings.TrimSpace(image))
 	if i := strings.IndexByte(ref, '@'); i >= 0 {

@@ -17,6 +17,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -137,7 +138,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		webhookconfig.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
 		webhookconfig.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
 	} {
-		hooks.Register(path, &webhook.Admission{Handler: h.WithObserver(o.Observer)})
+		hooks.Register(path, &webhook.Admission{Handler: h.WithObserver(o.Observer), RecoverPanic: ptr.To(true)})
 	}
 
 	s := &Server{mgr: mgr}
