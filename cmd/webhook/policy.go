@@ -24,16 +24,22 @@ func newPolicyCommand() *cobra.Command {
 }
 
 // newPolicyTestCommand runs a policy directory's Rego tests with OPA's tester,
-// compiled exactly as the server compiles them, so no opa binary is needed.
-// Exit codes: 0 all tests pass, 1 a test failed (or none exist), 2 the directory
-// cannot be read or compiled.
+// compiled exactly as the server compiles them, so no opa binary is needed, and
+// reports them with OPA's reporters (as opa test --format pretty|json, and
+// --coverage). Exit codes: 0 all tests pass, 1 a test failed (or none exist), 2
+// the directory cannot be read or compiled, or a flag is wrong.
 func newPolicyTestCommand() *cobra.Command {
 	var o policies.TestOptions
 	cmd := &cobra.Command{
 		Use:   "test [DIR]",
 		Short: "Run the Rego tests (_test.rego) of a policy directory",
 		Long: "Run the test_* rules of every .rego file under DIR (default " + defaultPolicyTestDir + ") with the\n" +
-			"data files, the same capabilities and strict built-in errors as the server.",
+			"data files, the same capabilities and strict built-in errors as the server, and report\n" +
+			"them as opa test does. --coverage adds which lines of the policies the tests evaluate\n" +
+			"(with --format json: OPA's coverage report instead of the results, when every test\n" +
+			"passes).\n\n" +
+			"Exit codes: 0 all tests pass, 1 a test failed or there is none, 2 DIR cannot be read or\n" +
+			"compiled.",
 		Args:         cobra.MaximumNArgs(1),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,6 +59,9 @@ func newPolicyTestCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&o.Run, "run", "r", "", "Run only tests whose full name (data.pkg.test_x) matches this regular expression")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Second, "Timeout of each test")
-	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "Show print() output of passing tests too")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "List every test with its print() output, and trace the failing ones")
+	cmd.Flags().StringVarP(&o.Format, "format", "f", policies.TestFormatPretty,
+		"Report format: "+policies.TestFormatPretty+" or "+policies.TestFormatJSON)
+	cmd.Flags().BoolVarP(&o.Coverage, "coverage", "c", false, "Report which lines of the policies (not of the tests) the tests evaluate")
 	return cmd
 }

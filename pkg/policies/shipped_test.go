@@ -190,7 +190,7 @@ var _ = Describe("The shipped policies", func() {
 
 	It("pass their own Rego tests", func() {
 		var out bytes.Buffer
-		passed, err := policies.RunTests(context.Background(), shippedDir, &out, policies.TestOptions{})
+		passed, err := policies.RunTests(context.Background(), shippedDir, &out, policies.TestOptions{Verbose: true})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(passed).To(BeTrue(), out.String())
 		Expect(out.String()).To(MatchRegexp(`(?m)^PASS: (\d+)/(\d+)$`))
