@@ -75,6 +75,18 @@ func fieldSet(items []any, i int, key string) bool {
 // 1 alike. Note replicas: a worker group without replicas has
 // none until an autoscaler adds them, whereas Kueue's adapter, given an
 // undefaulted object, would count one.
+// defaultRayJob applies the RayJob CRD's defaults that pod sets depend on:
+// submissionMode K8sJobMode (Kueue then adds the submitter pod set), and the
+// cluster spec's.
+func defaultRayJob(rj *rayv1.RayJob) {
+	if rj.Spec.SubmissionMode == "" {
+		rj.Spec.SubmissionMode = rayv1.K8sJobMode
+	}
+	if rj.Spec.RayClusterSpec != nil {
+		defaultRayClusterSpec(rj.Spec.RayClusterSpec)
+	}
+}
+
 func defaultRayClusterSpec(spec *rayv1.RayClusterSpec) {
 	for i := range spec.WorkerGroupSpecs {
 		wgs := &spec.WorkerGroupSpecs[i]

@@ -32,6 +32,7 @@ import (
 	kueuempijob "sigs.k8s.io/kueue/pkg/controller/jobs/mpijob"
 	kueuepod "sigs.k8s.io/kueue/pkg/controller/jobs/pod"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
+	kueuerayjob "sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	kueuespark "sigs.k8s.io/kueue/pkg/controller/jobs/sparkapplication"
 	leaderworkersetv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
@@ -55,11 +56,10 @@ type podSetsFunc func(ctx context.Context, obj *unstructured.Unstructured) ([]ku
 //     Kueue's Pod adapter and the counts follow Kueue's reconcilers: "main" ×
 //     replicas; LeaderWorkerSet "leader" + "worker" (or "main" without a leader
 //     template) per group, times replicas.
-//   - RayJob, RayService: their adapters call raycluster.UpdatePodSets with the
+//   - RayService: its adapter calls raycluster.UpdatePodSets with the
 //     package-level reconciler's client, which is nil outside Kueue's manager.
-//     They use raycluster.BuildPodSets, the pure part. RayJob's submitter pod set
-//     (submissionMode K8sJobMode, Kueue's "submitter": 1 pod, 500m CPU / 200Mi by
-//     default) is built by unexported code and is omitted.
+//     It uses raycluster.BuildPodSets, the pure part. (RayJob uses its adapter:
+//     see rayJobPodSets.)
 //   - TrainJob: its adapter reads the TrainingRuntime through a client and does a
 //     dry-run create. The fallback is one pod set "node" of spec.trainer.numNodes
 //     (default 1) pods requesting spec.trainer.resourcesPerNode; the runtime's
@@ -239,7 +239,12 @@ func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]k
 // rayJobPodSets: see podSetBuilders for why this is not the RayJob adapter. A
 // RayJob without rayClusterSpec runs on an existing cluster (clusterSelector),
 // creates no Ray pods of its own and is not one Kueue admits; it has no pod sets.
-func rayJobPodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+// rayJobPodSets is Kueue's RayJob adapter: the cluster's head and worker
+// groups, and the "submitter" pod set in K8sJobMode (the CRD's default). The
+// adapter reads a live RayCluster only for a workload-sliced, autoscaling job
+// that already has one; the status is cleared so it never does here (its pod
+// sets come from the spec, as at creation).
+func rayJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
 	rj, err := decoded[rayv1.RayJob](obj)
 	if err != nil {
 		return nil, err
@@ -247,8 +252,9 @@ func rayJobPodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.P
 	if rj.Spec.RayClusterSpec == nil {
 		return nil, nil
 	}
-	defaultRayClusterSpec(rj.Spec.RayClusterSpec)
-	return raycluster.BuildPodSets(rj.Spec.RayClusterSpec)
+	defaultRayJob(rj)
+	rj.Status = rayv1.RayJobStatus{}
+	return (*kueuerayjob.RayJob)(rj).PodSets(ctx)
 }
 
 // rayServicePodSets: see podSetBuilders for why this is not the RayService adapter.

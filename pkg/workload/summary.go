@@ -8,6 +8,7 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
@@ -27,6 +28,10 @@ type PodSet struct {
 	Name string
 	// Count is the number of pods Kueue reserves quota for.
 	Count int32
+	// MinCount is the fewest pods Kueue may admit the pod set with (partial
+	// admission: kueue.x-k8s.io/job-min-parallelism on a Job), or nil when the
+	// pod set is admitted whole.
+	MinCount *int32
 	// Requests is what one pod of the set requests, with Kueue's semantics: limits
 	// stand in for missing requests, init containers count by their maximum,
 	// sidecars and pod overhead (spec.overhead) are added.
@@ -76,12 +81,30 @@ var ErrUnknownKind = errors.New("not a Kueue workload kind")
 // where an object belongs) yields an error, and so does any panic inside
 // third-party code: one odd object must never take the webhook down.
 func Summarize(ctx context.Context, obj *unstructured.Unstructured) (*Summary, error) {
-	return summarize(ctx, obj, podSetBuilders)
+	return summarize(ctx, obj, podSetBuilders, nil)
+}
+
+// Resources is what Kueue adjusts pod requests by before it charges them: the
+// namespace's LimitRanges (container defaults) and RuntimeClasses (pod
+// overhead). The server's informer view and the reviewer's snapshot provide it.
+type Resources interface {
+	// LimitRanges lists the LimitRanges of a namespace.
+	LimitRanges(namespace string) []corev1.LimitRange
+	// RuntimeClass returns a RuntimeClass by name.
+	RuntimeClass(name string) (*nodev1.RuntimeClass, bool)
+}
+
+// SummarizeIn is Summarize with the requests adjusted as Kueue adjusts them in
+// the object's namespace (Kueue's workload.AdjustResources: RuntimeClass
+// overhead, LimitRange defaults, limits as missing requests). res nil is
+// Summarize.
+func SummarizeIn(ctx context.Context, obj *unstructured.Unstructured, res Resources) (*Summary, error) {
+	return summarize(ctx, obj, podSetBuilders, res)
 }
 
 // summarize is Summarize with the builder table as a parameter, so tests can
 // check panic containment with a builder that panics.
-func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc) (*Summary, error) {
+func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc, res Resources) (*Summary, error) {
 	if obj == nil || obj.Object == nil {
 		return nil, errors.New("summarizing workload: no object")
 	}
@@ -104,6 +127,9 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	kueuePodSets, err := computePodSets(ctx, obj, build)
 	if err != nil {
 		return nil, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
+	}
+	if res != nil {
+		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, res)
 	}
 	podSets, total, err := summarizePodSets(kueuePodSets)
 	if err != nil {
@@ -157,7 +183,7 @@ func summarizePodSets(in []kueue.PodSet) ([]PodSet, corev1.ResourceList, error) 
 			}
 			total[name] += scaled
 		}
-		out = append(out, PodSet{Name: string(ps.Name), Count: ps.Count, Requests: perPod.ToResourceList()})
+		out = append(out, PodSet{Name: string(ps.Name), Count: ps.Count, MinCount: ps.MinCount, Requests: perPod.ToResourceList()})
 	}
 	return out, total.ToResourceList(), nil
 }

@@ -43,13 +43,13 @@ var _ = ginkgo.Describe("summarize", func() {
 			"metadata": map[string]any{"name": "train", "namespace": "ns"},
 		}}
 		var err error
-		Expect(func() { _, err = summarize(context.Background(), obj, builders) }).NotTo(Panic())
+		Expect(func() { _, err = summarize(context.Background(), obj, builders, nil) }).NotTo(Panic())
 		Expect(err).To(MatchError(HavePrefix("computing pod sets of RayJob ns/train: internal error: ")))
 	})
 
 	ginkgo.It("reports a catalog kind without a builder as an internal error", func() {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job"}}
-		_, err := summarize(context.Background(), obj, nil)
+		_, err := summarize(context.Background(), obj, nil, nil)
 		Expect(err).To(MatchError(ContainSubstring("internal error: no pod-set builder")))
 	})
 })
