@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,7 +37,8 @@ func newDeployment() *unstructured.Unstructured {
 // ClusterRole (get/list/watch) follows this list. ConfigMaps are read only in
 // Kueue's namespace.
 func CachedTypes() []client.Object {
-	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment()}
+	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment(),
+		&corev1.LimitRange{}, &nodev1.RuntimeClass{}}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK != deploymentGVK {
 			objs = append(objs, newUnstructured(in.GVK))
@@ -279,6 +281,21 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
 	v.frameworks.Store(&parsedFrameworks{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, frameworks: fw, err: err})
 	return fw, err == nil
+}
+
+// LimitRanges implements View.
+func (v *InformerView) LimitRanges(namespace string) []corev1.LimitRange {
+	list := &corev1.LimitRangeList{}
+	if err := v.cache.List(context.Background(), list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+// RuntimeClass implements View.
+func (v *InformerView) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
+	rc := &nodev1.RuntimeClass{}
+	return rc, v.get("", name, rc)
 }
 
 // ScaleTarget implements View.

@@ -3,6 +3,9 @@ package cluster
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,5 +80,26 @@ var _ = Describe("the informer cache of scaled kinds", func() {
 		for _, in := range integrations.ScaleJudged() {
 			Expect(seen[in.GVK]).To(Equal(1), in.GVK.String())
 		}
+	})
+})
+
+var _ = Describe("the snapshot's LimitRanges and RuntimeClasses", func() {
+	It("lists a namespace's LimitRanges in name order and finds RuntimeClasses by name", func() {
+		s, err := NewSnapshot(
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "z"}},
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b"}},
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "c"}},
+			&nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "kata"}, Handler: "kata"})
+		Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, lr := range s.LimitRanges("a") {
+			names = append(names, lr.Name)
+		}
+		Expect(names).To(Equal([]string{"b", "z"}))
+		rc, ok := s.RuntimeClass("kata")
+		Expect(ok).To(BeTrue())
+		Expect(rc.Handler).To(Equal("kata"))
+		_, ok = s.RuntimeClass("gvisor")
+		Expect(ok).To(BeFalse())
 	})
 })

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	appsv1 "k8s.io/api/apps/v1"
+	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,8 @@ type Snapshot struct {
 	configMaps     map[types.NamespacedName]*corev1.ConfigMap
 	deployments    map[types.NamespacedName]*unstructured.Unstructured
 	scaled         map[scaledKey]*unstructured.Unstructured
+	limitRanges    map[types.NamespacedName]*corev1.LimitRange
+	runtimeClasses map[string]*nodev1.RuntimeClass
 }
 
 type scaledKey struct {
@@ -48,6 +52,8 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		deployments:    map[types.NamespacedName]*unstructured.Unstructured{},
 		scaled:         map[scaledKey]*unstructured.Unstructured{},
+		limitRanges:    map[types.NamespacedName]*corev1.LimitRange{},
+		runtimeClasses: map[string]*nodev1.RuntimeClass{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -74,6 +80,10 @@ func (s *Snapshot) Add(obj client.Object) error {
 		s.clusterQueues[o.Name] = o
 	case *corev1.ConfigMap:
 		s.configMaps[key] = o
+	case *corev1.LimitRange:
+		s.limitRanges[key] = o
+	case *nodev1.RuntimeClass:
+		s.runtimeClasses[o.Name] = o
 	case *unstructured.Unstructured:
 		return s.addUnstructured(key, o)
 	case *appsv1.Deployment:
@@ -107,6 +117,24 @@ func (s *Snapshot) addUnstructured(key types.NamespacedName, o *unstructured.Uns
 		return fmt.Errorf("cluster snapshot cannot hold %s", gvk)
 	}
 	return nil
+}
+
+// LimitRanges implements View, in name order.
+func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
+	var out []corev1.LimitRange
+	for k, lr := range s.limitRanges {
+		if k.Namespace == namespace {
+			out = append(out, *lr)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// RuntimeClass implements View.
+func (s *Snapshot) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
+	rc, ok := s.runtimeClasses[name]
+	return rc, ok
 }
 
 // Namespace implements View.

@@ -7,6 +7,7 @@ package cluster
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -36,6 +37,11 @@ type View interface {
 	// judge. err is set when the view cannot tell (its informer for the kind
 	// is still starting): the caller must not guess.
 	ScaleTarget(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, ok bool, err error)
+	// LimitRanges lists a namespace's LimitRanges, and RuntimeClass returns a
+	// RuntimeClass: Kueue adjusts pod requests by them before it charges quota
+	// (workload.Resources).
+	LimitRanges(namespace string) []corev1.LimitRange
+	RuntimeClass(name string) (*nodev1.RuntimeClass, bool)
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level
