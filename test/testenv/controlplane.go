@@ -577,18 +577,26 @@ func (e *Env) applyObjects(ctx context.Context, objs ...client.Object) error {
 	return nil
 }
 
+// KueueVersion is the Kueue version hack/kueue builds the manager from.
+func KueueVersion() (string, error) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", "kueue", "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "sigs.k8s.io/kueue" {
+			return f[1], nil
+		}
+	}
+	return "", fmt.Errorf("hack/kueue/go.mod does not require sigs.k8s.io/kueue")
+}
+
 // checkKueueVersion makes sure that hack/kueue (which builds the manager) and our
 // go.mod (whose Kueue CRDs Start installs) require the same Kueue.
 func checkKueueVersion() error {
-	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", "kueue", "go.mod"))
+	built, err := KueueVersion()
 	if err != nil {
 		return err
-	}
-	var built string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "sigs.k8s.io/kueue" {
-			built = f[1]
-		}
 	}
 	dirs, err := moduleDirs([]string{"sigs.k8s.io/kueue"})
 	if err != nil {

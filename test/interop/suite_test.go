@@ -1,0 +1,135 @@
+// Package interop checks kueue-guard's workload summary — what every policy reads
+// as input.workload — against the Workload the real Kueue manager creates for the
+// same object, kind by kind, on the real control plane. It writes (with
+// KUEUE_COMPAT_UPDATE=1) and otherwise checks docs/kueue-compat.md.
+package interop
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+func TestInterop(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Kueue interop Suite")
+}
+
+const (
+	namespace    = "interop"
+	localQueue   = "lq"
+	clusterQueue = "cq"
+	// runtimeClass has a pod overhead Kueue adds to every pod that names it.
+	runtimeClass = "with-overhead"
+	// limitedNamespace has a LimitRange with container defaults.
+	limitedNamespace = "interop-limited"
+)
+
+// frameworks are every Kueue integration whose CRD the control plane installs
+// and that this suite compares.
+var frameworks = []string{
+	"batch/job", "pod", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
+	"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
+	"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper",
+}
+
+var (
+	ctx    context.Context
+	cancel context.CancelFunc
+	env    *testenv.Env
+	admin  client.Client
+	// indexed reads LimitRanges through an informer cache with Kueue's own
+	// field index, as Kueue's manager does, so Kueue's AdjustResources runs
+	// unchanged in the test.
+	indexed client.Client
+)
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(nil, nil)
+	Expect(err).NotTo(HaveOccurred())
+	admin = env.Client
+	_, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: frameworks, ClusterAdmin: true})
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
+
+	c, err := cache.New(env.Config, cache.Options{Scheme: admin.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(indexer.Setup(ctx, c)).To(Succeed())
+	go func() { _ = c.Start(ctx) }()
+	Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+	indexed, err = client.New(env.Config, client.Options{Scheme: admin.Scheme(), Cache: &client.CacheOptions{Reader: c}})
+	Expect(err).NotTo(HaveOccurred())
+
+	setUpQueues()
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && env != nil {
+		env.KeepLogs()
+		AddReportEntry("control plane logs", env.LogSummary())
+	}
+})
+
+var _ = AfterSuite(func() {
+	if cancel != nil {
+		cancel()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// setUpQueues makes a held ClusterQueue (Kueue creates Workloads, admits none)
+// and a LocalQueue in each namespace, a LimitRange in the limited one, and a
+// RuntimeClass with overhead.
+func setUpQueues() {
+	q := func(s string) resource.Quantity { return resource.MustParse(s) }
+	Expect(admin.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).To(Succeed())
+	Expect(admin.Create(ctx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: clusterQueue},
+		Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			StopPolicy:        ptrTo(kueue.Hold),
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+				Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
+					{Name: "cpu", NominalQuota: q("100")}, {Name: "memory", NominalQuota: q("100Gi")},
+					{Name: "nvidia.com/gpu", NominalQuota: q("16")}}}},
+			}},
+		}})).To(Succeed())
+	for _, ns := range []string{namespace, limitedNamespace} {
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: localQueue},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: clusterQueue}})).To(Succeed())
+	}
+	Expect(admin.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: limitedNamespace, Name: "defaults"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			DefaultRequest: corev1.ResourceList{"cpu": q("750m"), "memory": q("256Mi")},
+			Default:        corev1.ResourceList{"cpu": q("1"), "memory": q("512Mi")}}}}})).To(Succeed())
+	Expect(admin.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: runtimeClass}, Handler: "runc",
+		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": q("250m"), "memory": q("120Mi")}}})).To(Succeed())
+	// The indexed cache must see the LimitRange before Kueue's arithmetic is
+	// computed from it.
+	Eventually(func(g Gomega) {
+		list := &corev1.LimitRangeList{}
+		g.Expect(indexed.List(ctx, list, client.InNamespace(limitedNamespace))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+	}).Should(Succeed())
+}
+
+func ptrTo[T any](v T) *T { return &v }
