@@ -181,8 +181,8 @@ var _ = Describe("Summarize", func() {
 			rl{"cpu": "2500m", "memory": "200Mi", "nvidia.com/gpu": "4"}),
 		Entry("RayJob: GPUs in the submitter pod template are counted",
 			object("ray.io/v1", "RayJob", map[string]any{
-				"entrypoint":     "python train.py",
-				"rayClusterSpec": rayClusterSpec(workerGroup("workers", 1, 0, gpuLimit("1"))),
+				"entrypoint":           "python train.py",
+				"rayClusterSpec":       rayClusterSpec(workerGroup("workers", 1, 0, gpuLimit("1"))),
 				"submitterPodTemplate": gpuLimit("1"),
 			}),
 			[]workload.PodSet{ps("head", 1, rl{"cpu": "2"}), ps("workers", 1, rl{"nvidia.com/gpu": "1"}),
