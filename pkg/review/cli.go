@@ -11,7 +11,11 @@ import (
 
 	"github.com/spf13/pflag"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 )
@@ -19,19 +23,28 @@ import (
 // CLI is `kueue-guard review`'s flags and behaviour. It lives here, not in the
 // command package, so that exit codes and flag validation are tested with the
 // rest of the reviewer; cmd/webhook wraps it in a cobra command.
+//
+// Its defaults are a laptop's, not the webhook pod's: no policy directory unless
+// one is named, and nothing read from any cluster without LiveCluster.
 type CLI struct {
 	// Files are the -f paths (and positional arguments).
 	Files []string
-	// PolicyDir, ConfigFile, ClusterState, Kubeconfig and KubeContext are the
-	// flags of the same names (see AddFlags for their meaning and defaults).
+	// PolicyDir, ConfigFile and ClusterState are the flags of the same names
+	// (see AddFlags for their meaning and defaults).
 	PolicyDir    string
 	ConfigFile   string
 	ClusterState string
-	Kubeconfig   string
-	KubeContext  string
+	// LiveCluster is --live-cluster: read the cluster state from the cluster
+	// Kube chooses.
+	LiveCluster bool
+	// Kube chooses the live cluster as kubectl does (--kubeconfig, KUBECONFIG,
+	// ~/.kube/config; --context, --cluster, --user). AddFlags sets it to
+	// NewKubeFlags() when nil, and so does Run.
+	Kube *genericclioptions.ConfigFlags
 	// Output is the format: one of Formats.
 	Output string
-	// As and AsGroups are the requesting user.
+	// As and AsGroups are the requesting user of the reviewed objects (not an
+	// impersonation: the live listing is made as the kubeconfig's user).
 	As       string
 	AsGroups []string
 	// ShowMutations is "", ShowPatches or ShowManifests.
@@ -48,6 +61,28 @@ type CLI struct {
 	Color bool
 
 	policiesSet bool
+	kubeSet     []string
+}
+
+// NewKubeFlags are the kubeconfig flags of a read-only listing, kubectl's own:
+// --kubeconfig, --context, --cluster and --user. Not the namespace (-n is the
+// reviewed objects' default namespace), not impersonation (--as and --as-group
+// are the reviewed objects' requesting user), and no credentials or server on
+// the command line: they belong in the kubeconfig.
+func NewKubeFlags() *genericclioptions.ConfigFlags {
+	return &genericclioptions.ConfigFlags{KubeConfig: ptr.To(""), Context: ptr.To(""), ClusterName: ptr.To(""), AuthInfoName: ptr.To("")}
+}
+
+// kubeFlagNames are NewKubeFlags' flags, each with its value.
+func kubeFlagNames(k *genericclioptions.ConfigFlags) []struct{ name, value string } {
+	value := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return []struct{ name, value string }{{"kubeconfig", value(k.KubeConfig)}, {"context", value(k.Context)},
+		{"cluster", value(k.ClusterName)}, {"user", value(k.AuthInfoName)}}
 }
 
 // UsageError is a command line that cannot run: the CLI exits with
@@ -68,15 +103,30 @@ func (c *CLI) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&c.Files, "filename", "f", nil,
 		"Manifests to review: a file, a directory (recursive: .yaml, .yml, .json) or - for stdin; repeatable")
 	fs.StringVar(&c.PolicyDir, "policies", "",
-		"Rego policy directory (default: the configuration's policies.directory when --config is given, else none)")
+		"Rego policy directory (default: the policies.directory the --config file names, else none)")
 	fs.StringVar(&c.ConfigFile, "config", "", "kueue-guard configuration file (default: the built-in defaults)")
 	fs.StringVar(&c.ClusterState, "cluster-state", "",
 		"YAML of the cluster the manifests go to: Namespaces, LocalQueues, ClusterQueues, ResourceFlavors, "+
 			"WorkloadPriorityClasses, Kueue's ConfigMap, Deployments")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Read the cluster state from a live cluster (one read-only listing)")
-	fs.StringVar(&c.KubeContext, "context", "", "Kubeconfig context to use with --kubeconfig")
+	fs.BoolVar(&c.LiveCluster, "live-cluster", false,
+		"Read the cluster state from a live cluster (one read-only listing), chosen as kubectl does: "+
+			"--kubeconfig, else KUBECONFIG, else ~/.kube/config; without it nothing is read from any cluster")
+	if c.Kube == nil {
+		c.Kube = NewKubeFlags()
+	}
+	c.Kube.AddFlags(fs)
+	for name, usage := range map[string]string{
+		"kubeconfig": "Kubeconfig file of --live-cluster (default: KUBECONFIG, else ~/.kube/config)",
+		"context":    "Kubeconfig context of --live-cluster (default: the current context)",
+		"cluster":    "Kubeconfig cluster of --live-cluster (default: the context's)",
+		"user":       "Kubeconfig user the --live-cluster listing is made as (the reviewed objects' user is --as)",
+	} {
+		if f := fs.Lookup(name); f != nil {
+			f.Usage = usage
+		}
+	}
 	fs.StringVarP(&c.Output, "output", "o", FormatText, "Output format: "+strings.Join(Formats, ", "))
-	fs.StringVar(&c.As, "as", "", "Username the objects are created as (policies see it in input.request.userInfo)")
+	fs.StringVar(&c.As, "as", "", "Username the reviewed objects are created as (policies see it in input.request.userInfo); not an impersonation")
 	fs.StringArrayVar(&c.AsGroups, "as-group", nil, "Group the user belongs to; repeatable ("+AuthenticatedGroup+" is always added)")
 	fs.StringVar(&c.ShowMutations, "show-mutations", "",
 		"Show what the mutating webhook changes: "+ShowPatches+" (the JSON patches) or "+ShowManifests+" (the patched objects)")
@@ -91,6 +141,19 @@ func (c *CLI) AddFlags(fs *pflag.FlagSet) {
 // validate checks the flags before anything is read.
 func (c *CLI) validate(fs *pflag.FlagSet, args []string) error {
 	c.Files = append(c.Files, args...)
+	if c.Kube == nil {
+		c.Kube = NewKubeFlags()
+	}
+	c.kubeSet = nil
+	for _, f := range kubeFlagNames(c.Kube) {
+		set := f.value != ""
+		if fs != nil && fs.Lookup(f.name) != nil {
+			set = fs.Changed(f.name)
+		}
+		if set {
+			c.kubeSet = append(c.kubeSet, "--"+f.name)
+		}
+	}
 	if fs != nil {
 		c.policiesSet = fs.Changed("policies")
 	} else {
@@ -106,11 +169,13 @@ func (c *CLI) validate(fs *pflag.FlagSet, args []string) error {
 	if c.ShowMutations != "" && c.ShowMutations != ShowPatches && c.ShowMutations != ShowManifests {
 		errs = append(errs, fmt.Errorf("--show-mutations %q: use %s or %s", c.ShowMutations, ShowPatches, ShowManifests))
 	}
-	if c.ClusterState != "" && c.Kubeconfig != "" {
-		errs = append(errs, errors.New("--cluster-state and --kubeconfig both give the cluster state: use one"))
+	if c.ClusterState != "" && c.LiveCluster {
+		errs = append(errs, errors.New("--cluster-state and --live-cluster both give the cluster state: use one"))
 	}
-	if c.KubeContext != "" && c.Kubeconfig == "" {
-		errs = append(errs, errors.New("--context needs --kubeconfig"))
+	if len(c.kubeSet) > 0 && !c.LiveCluster {
+		// Silently ignoring them would review without the cluster the user meant.
+		errs = append(errs, fmt.Errorf("%s: only with --live-cluster (without it nothing is read from any cluster)",
+			strings.Join(c.kubeSet, ", ")))
 	}
 	if c.policiesSet && c.PolicyDir == "" {
 		errs = append(errs, errors.New("--policies needs a directory"))
@@ -140,7 +205,15 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 			return fail(err)
 		}
 		if !c.policiesSet {
-			c.PolicyDir = cfg.Policies.Directory
+			// Only a directory the file names: loading fills in the server's
+			// default, a path inside the webhook's pod, not on this machine.
+			named, err := namedPolicyDirectory(c.ConfigFile)
+			if err != nil {
+				return fail(err)
+			}
+			if named {
+				c.PolicyDir = cfg.Policies.Directory
+			}
 		}
 	}
 	var state *State
@@ -155,12 +228,10 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 			}
 			return fail(fmt.Errorf("cluster state:\n  %s", strings.Join(msgs, "\n  ")))
 		}
-	case c.Kubeconfig != "":
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig}
-		restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-			&clientcmd.ConfigOverrides{CurrentContext: c.KubeContext}).ClientConfig()
+	case c.LiveCluster:
+		restCfg, err := c.liveConfig()
 		if err != nil {
-			return fail(fmt.Errorf("kubeconfig %s: %w", c.Kubeconfig, err))
+			return fail(err)
 		}
 		if state, err = ListCluster(ctx, restCfg, cfg.KueueNamespace); err != nil {
 			return fail(fmt.Errorf("reading the cluster state from %s: %w", restCfg.Host, err))
@@ -192,6 +263,47 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 			plural(rep.Summary.InputErrors+rep.Summary.Errors, "input", "inputs"))
 	}
 	return ExitAllowed, nil
+}
+
+// namedPolicyDirectory reports whether the configuration file itself sets
+// policies.directory (config.Load cannot say: it fills in the default).
+func namedPolicyDirectory(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("reading configuration file %q: %w", path, err)
+	}
+	var raw struct {
+		Policies struct {
+			Directory string `json:"directory"`
+		} `json:"policies"`
+	}
+	if err := sigsyaml.Unmarshal(data, &raw); err != nil {
+		return false, fmt.Errorf("configuration file %q: %w", path, err)
+	}
+	return raw.Policies.Directory != "", nil
+}
+
+// liveConfig is the REST configuration of the live cluster, loaded as kubectl
+// loads it.
+func (c *CLI) liveConfig() (*rest.Config, error) {
+	loader := c.Kube.ToRawKubeConfigLoader()
+	where := "kubeconfig"
+	if p := c.Kube.KubeConfig; p != nil && *p != "" {
+		where += " " + *p
+	}
+	restCfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	// With no kubeconfig anywhere, client-go falls back to an insecure
+	// http://localhost:8080 (or $KUBERNETES_MASTER); in a pod it uses the pod's
+	// service account, which is a real cluster. Say what is missing rather than
+	// report a refused connection to a server nobody named.
+	if raw, err := loader.RawConfig(); err == nil && len(raw.Clusters) == 0 &&
+		os.Getenv("KUBERNETES_MASTER") == "" && restCfg.Host == clientcmd.ClusterDefaults.Server {
+		return nil, errors.New("--live-cluster: no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
+	}
+	return restCfg, nil
 }
 
 // isTerminal reports whether w is a terminal (a character device), so that a

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
@@ -45,12 +49,17 @@ var _ = Describe("the review command line", func() {
 		Entry("no manifests", "no manifests: give -f PATH"),
 		Entry("an unknown format", `--output "yaml": use one of text, json, junit, sarif`, "-f", "x.yaml", "-o", "yaml"),
 		Entry("an unknown --show-mutations", `--show-mutations "diff"`, "-f", "x.yaml", "--show-mutations", "diff"),
-		Entry("two cluster states", "--cluster-state and --kubeconfig both", "-f", "x.yaml", "--cluster-state", "s.yaml", "--kubeconfig", "k"),
-		Entry("--context without --kubeconfig", "--context needs --kubeconfig", "-f", "x.yaml", "--context", "c"),
+		Entry("two cluster states", "--cluster-state and --live-cluster both", "-f", "x.yaml", "--cluster-state", "s.yaml", "--live-cluster"),
+		Entry("--kubeconfig without --live-cluster", "--kubeconfig: only with --live-cluster", "-f", "x.yaml", "--kubeconfig", "k"),
+		Entry("--context without --live-cluster", "--context: only with --live-cluster", "-f", "x.yaml", "--context", "c"),
+		Entry("--cluster and --user without --live-cluster", "--cluster, --user: only with --live-cluster",
+			"-f", "x.yaml", "--cluster", "c", "--user", "u"),
+		Entry("a kubeconfig beside a cluster state file", "--kubeconfig: only with --live-cluster",
+			"-f", "x.yaml", "--cluster-state", "s.yaml", "--kubeconfig", "k"),
 		Entry("an empty --policies", "--policies needs a directory", "-f", "x.yaml", "--policies", ""),
 		Entry("a configuration that does not load", `reading configuration file "missing.yaml"`, "-f", "x.yaml", "--config", "missing.yaml"),
 		Entry("a cluster state that does not load", "cluster state:\n  missing-state.yaml: no such file or directory", "-f", "x.yaml", "--cluster-state", "missing-state.yaml"),
-		Entry("a kubeconfig that does not load", "kubeconfig missing-kubeconfig", "-f", "x.yaml", "--kubeconfig", "missing-kubeconfig"),
+		Entry("a kubeconfig that does not load", "kubeconfig missing-kubeconfig", "-f", "x.yaml", "--live-cluster", "--kubeconfig", "missing-kubeconfig"),
 	)
 
 	It("exits 0 for allowed manifests, warnings included", func() {
@@ -115,5 +124,97 @@ var _ = Describe("the review command line", func() {
 		var rep review.Report
 		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
 		Expect(rep.Context.User).To(Equal(review.User{Username: "alice", Groups: []string{"a", "b", review.AuthenticatedGroup}}))
+	})
+})
+
+// onLaptop makes the spec run as on a machine with no kubeconfig: HOME is an
+// empty directory, KUBECONFIG is unset, and client-go's ~/.kube/config (which it
+// computes from HOME once, at start-up) is the new HOME's. Everything is restored
+// after the spec. It returns the new HOME.
+func onLaptop() string {
+	GinkgoHelper()
+	home := GinkgoT().TempDir()
+	for _, k := range []string{"HOME", "KUBECONFIG"} {
+		old, had := os.LookupEnv(k)
+		DeferCleanup(func() {
+			if had {
+				Expect(os.Setenv(k, old)).To(Succeed())
+			} else {
+				Expect(os.Unsetenv(k)).To(Succeed())
+			}
+		})
+	}
+	Expect(os.Setenv("HOME", home)).To(Succeed())
+	Expect(os.Unsetenv("KUBECONFIG")).To(Succeed())
+	oldHomeFile := clientcmd.RecommendedHomeFile
+	DeferCleanup(func() { clientcmd.RecommendedHomeFile = oldHomeFile })
+	clientcmd.RecommendedHomeFile = filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+	return home
+}
+
+// kubeconfig writes a kubeconfig whose contexts name servers nobody listens on,
+// so that the error says which one was chosen.
+func kubeconfig(path, current string, servers map[string]string) {
+	GinkgoHelper()
+	cfg := clientcmdapi.NewConfig()
+	for name, server := range servers {
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server}
+		cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t"}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	cfg.CurrentContext = current
+	Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+	Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+}
+
+var _ = Describe("the review command line on a laptop", Serial, func() {
+	It("reviews with a configuration that names no policy directory, without /etc/kueue-guard or ~/.kube", func() {
+		home := onLaptop()
+		Expect(filepath.Join(home, ".kube")).NotTo(BeAnExistingFile())
+		cfg := filepath.Join(GinkgoT().TempDir(), "config.yaml")
+		Expect(os.WriteFile(cfg, []byte("apiVersion: config.kueue-guard.io/v1alpha1\nkind: Configuration\ninstallProfile: managed\n"), 0o644)).To(Succeed())
+
+		code, out, errOut := cli(queuedJob, "-f", "-", "--config", cfg, "-o", "json")
+		Expect(errOut).To(BeEmpty())
+		Expect(code).To(Equal(review.ExitAllowed))
+		var rep review.Report
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
+		Expect(rep.Context.PolicyDirectory).To(BeEmpty(), "not the server's default, %s", config.DefaultPolicyDirectory)
+		Expect(rep.Context.ClusterState).To(Equal(review.StateNone))
+		Expect(filepath.Join(home, ".kube")).NotTo(BeAnExistingFile(), "nothing was read or written for a cluster")
+	})
+
+	It("says there is no kubeconfig when asked for the live cluster without one", func() {
+		onLaptop()
+		code, out, errOut := cli(queuedJob, "-f", "-", "--live-cluster")
+		Expect(code).To(Equal(review.ExitInputError))
+		Expect(out).To(BeEmpty())
+		Expect(errOut).To(ContainSubstring("--live-cluster: no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config"))
+	})
+
+	It("finds the live cluster as kubectl does: --kubeconfig, else KUBECONFIG, else ~/.kube/config; --context and --cluster", func() {
+		home := onLaptop()
+		dir := GinkgoT().TempDir()
+		kubeconfig(filepath.Join(home, ".kube", "config"), "home", map[string]string{"home": "https://127.0.0.1:1"})
+		kubeconfig(filepath.Join(dir, "env"), "env", map[string]string{"env": "https://127.0.0.1:2", "other": "https://127.0.0.1:3"})
+		kubeconfig(filepath.Join(dir, "flag"), "flag", map[string]string{"flag": "https://127.0.0.1:4"})
+		server := func(args ...string) string {
+			GinkgoHelper()
+			code, _, errOut := cli(queuedJob, append([]string{"-f", "-", "--live-cluster"}, args...)...)
+			Expect(code).To(Equal(review.ExitInputError))
+			m := regexp.MustCompile(`reading the cluster state from (\S+):`).FindStringSubmatch(errOut)
+			Expect(m).NotTo(BeNil(), errOut)
+			return m[1]
+		}
+		Expect(server()).To(Equal("https://127.0.0.1:1"))
+		Expect(os.Setenv("KUBECONFIG", filepath.Join(dir, "env"))).To(Succeed())
+		Expect(server()).To(Equal("https://127.0.0.1:2"))
+		Expect(server("--context", "other")).To(Equal("https://127.0.0.1:3"))
+		Expect(server("--cluster", "other")).To(Equal("https://127.0.0.1:3"))
+		Expect(server("--kubeconfig", filepath.Join(dir, "flag"))).To(Equal("https://127.0.0.1:4"))
+
+		code, _, errOut := cli(queuedJob, "-f", "-", "--live-cluster", "--context", "nowhere")
+		Expect(code).To(Equal(review.ExitInputError))
+		Expect(errOut).To(ContainSubstring(`kubeconfig: context "nowhere" does not exist`))
 	})
 })

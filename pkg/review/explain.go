@@ -230,7 +230,7 @@ func (r *reviewer) missing(what string) (string, string) {
 	if r.state.Known() {
 		return VerdictQueueMissing, what + " does not exist: the workload stays pending"
 	}
-	return VerdictUnknown, what + " is unknown without cluster state (--cluster-state or --kubeconfig)"
+	return VerdictUnknown, what + " is unknown without cluster state (--cluster-state or --live-cluster)"
 }
 
 // known says what the review knows of an object: from the manifests, in the

@@ -105,7 +105,7 @@ func Review(ctx context.Context, o Options, manifests []*Manifest, readErrs []*I
 	report.Objects = objects
 	report.Notes = append(report.Notes, r.state.Notes...)
 	if !r.state.Known() {
-		report.Notes = append(report.Notes, "no cluster state (--cluster-state or --kubeconfig): Namespaces, LocalQueues and "+
+		report.Notes = append(report.Notes, "no cluster state (--cluster-state or --live-cluster): Namespaces, LocalQueues and "+
 			"ClusterQueues that the manifests do not define are unknown; queue checks and explanations say so instead of guessing")
 	}
 	report.Context = r.context()

@@ -30,7 +30,7 @@ const (
 	StateNone = "none"
 	// StateFile: a --cluster-state file.
 	StateFile = "file"
-	// StateLive: one read-only listing of a live cluster (--kubeconfig).
+	// StateLive: one read-only listing of a live cluster (--live-cluster).
 	StateLive = "live"
 )
 

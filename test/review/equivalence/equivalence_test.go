@@ -253,9 +253,11 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		}
 	})
 
-	It("runs the CLI against a live cluster with --kubeconfig", func() {
+	It("runs the CLI against a live cluster with --live-cluster --kubeconfig", func() {
 		var out, errOut bytes.Buffer
-		c := &review.CLI{Files: []string{corpusDir}, ConfigFile: configPath, PolicyDir: policyDir, Kubeconfig: env.KubeconfigPath,
+		kube := review.NewKubeFlags()
+		*kube.KubeConfig = env.KubeconfigPath
+		c := &review.CLI{Files: []string{corpusDir}, ConfigFile: configPath, PolicyDir: policyDir, LiveCluster: true, Kube: kube,
 			Output: review.FormatJSON, As: user.Username, AsGroups: user.Groups, OwnNamespace: ownNamespace}
 		code, _ := c.Run(ctx, nil, nil, nil, &out, &errOut)
 		Expect(errOut.String()).To(BeEmpty())
