@@ -10,9 +10,9 @@ import (
 )
 
 // newReviewCommand is `kueue-guard review`: the webhook's pipeline run offline on
-// manifests. Exit codes: 0 allowed (warnings allowed), 1 denied,
-// 2 usage or input error — unknown flags included, which cobra would otherwise
-// turn into 1.
+// manifests. Exit codes: 0 allowed (warnings allowed), 1 denied (or warnings,
+// with --fail-on-warn), 2 usage or input error — unknown flags included, which
+// cobra would otherwise turn into 1.
 func newReviewCommand() *cobra.Command {
 	c := &review.CLI{Version: version}
 	cmd := &cobra.Command{
@@ -25,9 +25,10 @@ func newReviewCommand() *cobra.Command {
 			"Nothing is read from a cluster without --live-cluster, which finds the cluster as kubectl does\n" +
 			"(--kubeconfig, else KUBECONFIG, else ~/.kube/config). No policies run unless --policies or the\n" +
 			"--config file's policies.directory names a directory.\n\n" +
-			"Exit codes: 0 allowed (warnings allowed), 1 denied, 2 usage or input error.",
+			"Exit codes: 0 allowed (warnings allowed), 1 denied (or warnings, with --fail-on-warn),\n" +
+			"2 usage or input error.",
 		Example: "  kueue-guard review -f examples/ --policies policies/ --cluster-state examples/cluster-state.yaml\n" +
-			"  kueue-guard review -f deploy/ --policies policies/ --live-cluster --context staging\n" +
+			"  kueue-guard review -f deploy/ --policies policies/ --live-cluster --context staging --fail-on-warn\n" +
 			"  helm template my-chart | kueue-guard review -f - --config config.yaml -o sarif > review.sarif",
 		SilenceUsage: true,
 		// Run prints its own errors; exit codes carry the verdict.

@@ -52,6 +52,8 @@ type CLI struct {
 	// Explain adds placements; NoColor turns colour off even on a terminal.
 	Explain bool
 	NoColor bool
+	// FailOnWarn makes warnings fail the review (exit code 1), as denials do.
+	FailOnWarn bool
 	// DefaultNamespace is -n; OwnNamespace is --kueue-guard-namespace.
 	DefaultNamespace string
 	OwnNamespace     string
@@ -133,6 +135,7 @@ func (c *CLI) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Explain, "explain", false,
 		"Show where each workload would land: namespace → LocalQueue (and why) → ClusterQueue → flavors whose quota could hold it")
 	fs.BoolVar(&c.NoColor, "no-color", false, "Never colour the text output (it is coloured only on a terminal, and never with NO_COLOR set)")
+	fs.BoolVar(&c.FailOnWarn, "fail-on-warn", false, "Exit 1 when any object has warnings, not only when one is denied")
 	fs.StringVarP(&c.DefaultNamespace, "namespace", "n", DefaultNamespace, "Namespace of namespaced objects that name none")
 	fs.StringVar(&c.OwnNamespace, "kueue-guard-namespace", "",
 		"kueue-guard's own namespace, exempt from its webhooks as in the server (default: none)")
@@ -187,9 +190,10 @@ func (c *CLI) validate(fs *pflag.FlagSet, args []string) error {
 }
 
 // Run reviews the manifests and writes the report to stdout. It returns the exit
-// code (ExitAllowed, ExitDenied, ExitInputError) and, for a non-zero code, an
-// error that says why in one line; messages about unusable input also go to
-// stderr with everything needed to fix them.
+// code (ExitAllowed, ExitDenied, ExitInputError; ExitDenied for warnings too with
+// FailOnWarn) and, for a non-zero code, an error that says why in one line;
+// messages about unusable input also go to stderr with everything needed to fix
+// them.
 func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	fail := func(err error) (int, error) {
 		fmt.Fprintf(stderr, "kueue-guard review: %v\n", err)
@@ -242,7 +246,7 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 		Config: cfg, ConfigFile: c.ConfigFile, PolicyDir: c.PolicyDir, State: state,
 		User:             authenticationv1.UserInfo{Username: c.As, Groups: c.AsGroups},
 		DefaultNamespace: c.DefaultNamespace, OwnNamespace: c.OwnNamespace,
-		Explain: c.Explain, Mutated: c.ShowMutations == ShowManifests,
+		Explain: c.Explain, Mutated: c.ShowMutations == ShowManifests, FailOnWarn: c.FailOnWarn,
 	}, manifests, readErrs)
 	if err != nil {
 		return fail(err)
@@ -252,10 +256,12 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 	if err := Render(stdout, rep, c.Output, ro); err != nil {
 		return fail(fmt.Errorf("writing the report: %w", err))
 	}
-	switch rep.ExitCode {
-	case ExitDenied:
+	switch rep.Result {
+	case ResultDenied:
 		return ExitDenied, fmt.Errorf("%s denied", plural(rep.Summary.Denied, "object", "objects"))
-	case ExitInputError:
+	case ResultWarned:
+		return rep.ExitCode, fmt.Errorf("%s with warnings (--fail-on-warn)", plural(rep.Summary.Warned, "object", "objects"))
+	case ResultError:
 		for _, e := range rep.Errors {
 			fmt.Fprintf(stderr, "kueue-guard review: %v\n", e)
 		}

@@ -68,6 +68,28 @@ var _ = Describe("the review command line", func() {
 		Expect(out).To(ContainSubstring("Result: allowed (exit 0)."))
 	})
 
+	It("exits 1 for warnings with --fail-on-warn, naming the objects", func() {
+		// The shipped policies warn about a queued Job without a max-exec-time label.
+		code, out, errOut := cli(queuedJob, "-f", "-", "--policies", shippedPolicies)
+		Expect(code).To(Equal(review.ExitAllowed))
+		Expect(out).To(ContainSubstring("warn      [kueue_guard.max_exec_time_required]"))
+
+		code, out, errOut = cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "--fail-on-warn")
+		Expect(code).To(Equal(review.ExitDenied))
+		Expect(out).To(ContainSubstring("Result: warnings (exit 1, --fail-on-warn): Job team/job."))
+		Expect(errOut).To(BeEmpty())
+
+		_, out, _ = cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "--fail-on-warn", "-o", "json")
+		var rep review.Report
+		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
+		Expect(rep.Result).To(Equal(review.ResultWarned))
+		Expect(rep.ExitCode).To(Equal(review.ExitDenied))
+
+		code, out, _ = cli(queuedJob, "-f", "-", "--fail-on-warn")
+		Expect(code).To(Equal(review.ExitAllowed), "no warnings, nothing to fail on")
+		Expect(out).To(ContainSubstring("Result: allowed (exit 0)."))
+	})
+
 	It("exits 1 when an object is denied", func() {
 		code, out, errOut := cli("", "-f", "../../test/review/testdata/corpus/kubeflow/pytorchjob.yaml", "--cluster-state", corpusState)
 		Expect(code).To(Equal(review.ExitDenied))

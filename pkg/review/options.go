@@ -38,6 +38,9 @@ type Options struct {
 	Explain bool
 	// Mutated adds each object with its patch applied to the report.
 	Mutated bool
+	// FailOnWarn makes an object with warnings fail the review: result
+	// ResultWarned, exit code ExitDenied (when nothing worse happened).
+	FailOnWarn bool
 }
 
 // SetupError is a review that could not start: a configuration or policy

@@ -320,11 +320,17 @@ func (t *textWriter) summary(rep *Report) string {
 	head := fmt.Sprintf("Summary: %s in %s: %s.", plural(s.Objects, "object", "objects"), plural(s.Files, "file", "files"),
 		strings.Join(parts, ", "))
 	var verdict string
-	switch rep.ExitCode {
-	case ExitAllowed:
+	switch rep.Result {
+	case ResultAllowed:
 		verdict = t.paint(ansiBold+ansiGreen, "Result: allowed (exit 0).")
-	case ExitDenied:
-		verdict = t.paint(ansiBold+ansiRed, fmt.Sprintf("Result: denied (exit 1): %s.", deniedList(rep)))
+	case ResultDenied:
+		verdict = t.paint(ansiBold+ansiRed, fmt.Sprintf("Result: denied (exit 1): %s.", objectList(rep, func(o *Object) bool {
+			return o.Status == StatusDenied
+		})))
+	case ResultWarned:
+		verdict = t.paint(ansiBold+ansiRed, fmt.Sprintf("Result: warnings (exit 1, --fail-on-warn): %s.", objectList(rep, func(o *Object) bool {
+			return len(o.Warnings) > 0
+		})))
 	default:
 		verdict = t.paint(ansiBold+ansiRed, "Result: input errors (exit 2): fix them and review again.")
 	}
@@ -342,11 +348,11 @@ func countAllowed(rep *Report, f func(*Object) bool) int {
 	return n
 }
 
-// deniedList names the denied objects (at most a few).
-func deniedList(rep *Report) string {
+// objectList names the objects for which f holds (at most a few).
+func objectList(rep *Report, f func(*Object) bool) string {
 	var names []string
 	for _, o := range rep.Objects {
-		if o.Status == StatusDenied {
+		if f(o) {
 			names = append(names, o.Ref())
 		}
 	}

@@ -21,7 +21,8 @@ const (
 const (
 	// ExitAllowed: every object is allowed (warnings allowed).
 	ExitAllowed = 0
-	// ExitDenied: at least one object would be denied.
+	// ExitDenied: at least one object would be denied or, with --fail-on-warn,
+	// has warnings.
 	ExitDenied = 1
 	// ExitInputError: a usage error, or input that could not be read or reviewed.
 	// It wins over ExitDenied: a review that could not read everything is not a
@@ -33,7 +34,11 @@ const (
 const (
 	ResultAllowed = "allowed"
 	ResultDenied  = "denied"
-	ResultError   = "error"
+	// ResultWarned: nothing is denied but an object has warnings, and the
+	// review was asked to fail on them (--fail-on-warn); the exit code is
+	// ExitDenied's.
+	ResultWarned = "warned"
+	ResultError  = "error"
 
 	// StatusAllowed: the checks ran and nothing denies the object (it may carry
 	// warnings and a patch).
@@ -67,7 +72,8 @@ type Report struct {
 	// that a reader can refuse a version it does not know.
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	// Result is allowed, denied or error (input errors), matching ExitCode.
+	// Result is allowed, denied, warned (--fail-on-warn) or error (input
+	// errors), matching ExitCode.
 	Result string `json:"result"`
 	// ExitCode is the command's exit code, so a script reading the report
 	// needs nothing else.
@@ -227,8 +233,9 @@ type RuleInfo struct {
 	Files []string
 }
 
-// finish computes the summary, result and exit code.
-func (rep *Report) finish() {
+// finish computes the summary, result and exit code; failOnWarn makes warnings
+// fail the review.
+func (rep *Report) finish(failOnWarn bool) {
 	s := Summary{Files: len(rep.files), Objects: len(rep.Objects), InputErrors: len(rep.Errors)}
 	for _, o := range rep.Objects {
 		switch o.Status {
@@ -256,6 +263,8 @@ func (rep *Report) finish() {
 		rep.Result, rep.ExitCode = ResultError, ExitInputError
 	case s.Denied > 0:
 		rep.Result, rep.ExitCode = ResultDenied, ExitDenied
+	case failOnWarn && s.Warned > 0:
+		rep.Result, rep.ExitCode = ResultWarned, ExitDenied
 	default:
 		rep.Result, rep.ExitCode = ResultAllowed, ExitAllowed
 	}

@@ -110,7 +110,7 @@ func Review(ctx context.Context, o Options, manifests []*Manifest, readErrs []*I
 	}
 	report.Context = r.context()
 	report.files = filesOf(manifests, readErrs)
-	report.finish()
+	report.finish(o.FailOnWarn)
 	return report, nil
 }
 

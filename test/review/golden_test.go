@@ -51,6 +51,8 @@ var goldenCases = []goldenCase{
 	{file: "corpus.sarif.json", args: with(corpusArgs, "-o", "sarif"), code: review.ExitDenied},
 	{file: "manifests.txt", args: []string{"-f", "testdata/corpus/batch/sample-job.yaml", "-f", "testdata/corpus/batch/sample-cronjob.yaml",
 		"--config", "testdata/config.yaml", "--cluster-state", "testdata/cluster-state.yaml", "--show-mutations", "manifests"}, code: review.ExitAllowed},
+	{file: "fail-on-warn.txt", args: []string{"-f", "testdata/corpus/batch/sample-job.yaml", "--config", "testdata/config.yaml",
+		"--cluster-state", "testdata/cluster-state.yaml", "--fail-on-warn"}, code: review.ExitDenied},
 	{file: "stdin.txt", stdin: stdinOf("testdata/corpus/helm/rendered.yaml"),
 		args: []string{"-f", "-", "--config", "testdata/config.yaml", "--cluster-state", "testdata/cluster-state.yaml"}, code: review.ExitAllowed},
 	{file: "no-state.txt", args: []string{"-f", "testdata/corpus/batch", "-f", "testdata/corpus/new-team", "--config", "testdata/config.yaml", "--explain"},
