@@ -9,6 +9,7 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
@@ -46,7 +47,7 @@ var _ = Describe("requests adjusted as Kueue adjusts them", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(plain.TotalRequests).To(BeEmpty(), "without the namespace's LimitRange it requests nothing")
 
-		sum, err := workload.SummarizeIn(context.Background(), job, res)
+		sum, err := workload.SummarizeWith(context.Background(), job, workload.Options{Resources: res})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sum.PodSets[0].Requests.Cpu().String()).To(Equal("1"))
 		Expect(sum.PodSets[0].Requests.Memory().String()).To(Equal("1Gi"))
@@ -58,7 +59,7 @@ var _ = Describe("requests adjusted as Kueue adjusts them", func() {
 		spec["runtimeClassName"] = "kata"
 		job := object("batch/v1", "Job", map[string]any{"template": tmpl(spec)})
 		job.SetNamespace("other-ns")
-		sum, err := workload.SummarizeIn(context.Background(), job, res)
+		sum, err := workload.SummarizeWith(context.Background(), job, workload.Options{Resources: res})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sum.PodSets[0].Requests.Cpu().String()).To(Equal("500m"))
 		Expect(sum.PodSets[0].Requests.Memory().String()).To(Equal("128Mi"))
@@ -67,8 +68,29 @@ var _ = Describe("requests adjusted as Kueue adjusts them", func() {
 	It("leaves a namespace without LimitRanges alone", func() {
 		job := object("batch/v1", "Job", map[string]any{"template": tmpl(podSpec(ctr("main", rl{"cpu": "3"}, nil)))})
 		job.SetNamespace("other-ns")
-		sum, err := workload.SummarizeIn(context.Background(), job, res)
+		sum, err := workload.SummarizeWith(context.Background(), job, workload.Options{Resources: res})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(sum.TotalRequests.Cpu().String()).To(Equal("3"))
+	})
+})
+
+var _ = Describe("Kueue's resources configuration", func() {
+	It("drops excluded resources and applies transformations, as Kueue charges them", func() {
+		replace := configapi.Replace
+		job := object("batch/v1", "Job", map[string]any{"parallelism": int64(2), "template": tmpl(podSpec(
+			ctr("main", rl{"cpu": "1", "example.com/scratch": "3", "nvidia.com/mig-1g.5gb": "2"}, nil)))})
+		sum, err := workload.SummarizeWith(context.Background(), job, workload.Options{Kueue: configapi.Resources{
+			ExcludeResourcePrefixes: []string{"example.com/"},
+			Transformations: []configapi.ResourceTransformation{{Input: "nvidia.com/mig-1g.5gb", Strategy: &replace,
+				Outputs: corev1.ResourceList{"example.com/accelerator-memory": resource.MustParse("5Gi"), "example.com/credits": resource.MustParse("1")}}},
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		r := sum.PodSets[0].Requests
+		Expect(r).To(HaveKey(corev1.ResourceName("example.com/accelerator-memory")), "transformation outputs are charged")
+		Expect(r).NotTo(HaveKey(corev1.ResourceName("nvidia.com/mig-1g.5gb")), "a replaced input is not")
+		Expect(r).NotTo(HaveKey(corev1.ResourceName("example.com/scratch")), "an excluded resource is not")
+		q := r["example.com/accelerator-memory"]
+		Expect(q.Value()).To(BeEquivalentTo(10<<30), "5Gi per GPU slice, 2 slices")
+		Expect(sum.TotalRequests.Cpu().String()).To(Equal("2"))
 	})
 })

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
 	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
@@ -94,17 +95,30 @@ type Resources interface {
 	RuntimeClass(name string) (*nodev1.RuntimeClass, bool)
 }
 
-// SummarizeIn is Summarize with the requests adjusted as Kueue adjusts them in
-// the object's namespace (Kueue's workload.AdjustResources: RuntimeClass
-// overhead, LimitRange defaults, limits as missing requests). res nil is
-// Summarize.
-func SummarizeIn(ctx context.Context, obj *unstructured.Unstructured, res Resources) (*Summary, error) {
-	return summarize(ctx, obj, podSetBuilders, res)
+// Options is what Kueue's accounting of a workload depends on beyond the
+// object itself.
+type Options struct {
+	// Resources, when set, adjusts requests as Kueue does in the object's
+	// namespace (workload.AdjustResources: RuntimeClass overhead, LimitRange
+	// defaults, limits as missing requests).
+	Resources Resources
+	// Kueue's Configuration resources section: resources Kueue ignores by
+	// prefix, and how it transforms requests into the quantities it charges.
+	Kueue configapi.Resources
+}
+
+// SummarizeWith is Summarize with Kueue's request adjustment and resource
+// configuration applied, as Kueue applies them before it charges quota.
+func SummarizeWith(ctx context.Context, obj *unstructured.Unstructured, o Options) (*Summary, error) {
+	return summarize(ctx, obj, podSetBuilders, &o)
 }
 
 // summarize is Summarize with the builder table as a parameter, so tests can
 // check panic containment with a builder that panics.
-func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc, res Resources) (*Summary, error) {
+func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc, o *Options) (*Summary, error) {
+	if o == nil {
+		o = &Options{}
+	}
 	if obj == nil || obj.Object == nil {
 		return nil, errors.New("summarizing workload: no object")
 	}
@@ -128,10 +142,10 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if err != nil {
 		return nil, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
-	if res != nil {
-		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, res)
+	if o.Resources != nil {
+		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, o.Resources)
 	}
-	podSets, total, err := summarizePodSets(kueuePodSets)
+	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue)
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
@@ -160,17 +174,28 @@ func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build p
 // summarizePodSets turns Kueue pod sets into per-pod and total requests the way
 // Kueue's workload.Info does. The templates belong to the adapters' copies of a
 // privately decoded object, so they are modified in place.
-func summarizePodSets(in []kueue.PodSet) ([]PodSet, corev1.ResourceList, error) {
+func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources) ([]PodSet, corev1.ResourceList, error) {
+	// One pod of each set, through Kueue's own workload.Info arithmetic (init
+	// containers by their maximum, sidecars and overhead added, excluded
+	// resources dropped, transformations applied), then scaled here with
+	// overflow checks: a pod set of 0 pods still shows what one pod asks.
+	one := &kueue.Workload{}
+	one.Spec.PodSets = make([]kueue.PodSet, len(in))
+	for i := range in {
+		if in[i].Count < 0 {
+			return nil, nil, fmt.Errorf("pod set %q: negative count %d", in[i].Name, in[i].Count)
+		}
+		one.Spec.PodSets[i] = in[i]
+		one.Spec.PodSets[i].Count = 1
+		kueueworkload.UseLimitsAsMissingRequestsInPod(&one.Spec.PodSets[i].Template.Spec)
+	}
+	info := kueueworkload.NewInfo(one, kueueworkload.WithExcludedResourcePrefixes(cfg.ExcludeResourcePrefixes),
+		kueueworkload.WithResourceTransformations(cfg.Transformations))
 	out := make([]PodSet, 0, len(in))
 	total := resources.Requests{}
 	for i := range in {
 		ps := &in[i]
-		if ps.Count < 0 {
-			return nil, nil, fmt.Errorf("pod set %q: negative count %d", ps.Name, ps.Count)
-		}
-		spec := &ps.Template.Spec
-		kueueworkload.UseLimitsAsMissingRequestsInPod(spec)
-		perPod := resources.NewRequestsFromPodSpec(spec)
+		perPod := info.TotalRequests[i].Requests
 		for name, v := range perPod {
 			// Negative or overflowing amounts would let a huge workload slip under
 			// a policy's limit, so they are errors rather than wrapped numbers.

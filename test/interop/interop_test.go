@@ -99,7 +99,7 @@ func (apiResources) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
 // guardView is kueue-guard's summary of the object as the API server holds it
 // (after every defaulting and mutating webhook).
 func guardView(obj *unstructured.Unstructured) []podSetView {
-	sum, err := workload.SummarizeIn(ctx, obj, apiResources{})
+	sum, err := workload.SummarizeWith(ctx, obj, workload.Options{Resources: apiResources{}})
 	Expect(err).NotTo(HaveOccurred())
 	out := make([]podSetView, 0, len(sum.PodSets))
 	for _, ps := range sum.PodSets {
