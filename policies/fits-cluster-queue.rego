@@ -8,6 +8,8 @@
 #   limit from a cohort, nothing can be proven and nothing is denied. Warns when the
 #   workload needs more than is free now, or requests a resource the queue has no
 #   quota for. (A stopped queue is reported by kueue-guard's built-in queue checks.)
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: deny
 package kueue_guard.fits_cluster_queue

@@ -3,6 +3,8 @@
 # description: >-
 #   Not a policy (it defines neither deny nor warn): where labels live, when a policy
 #   applies, field paths, settings from data.kueue_guard.config and quantity formatting.
+# schemas:
+#   - input: schema.input
 package kueue_guard.lib
 
 # Kueue's labels.

@@ -34,10 +34,10 @@ func newPolicyTestCommand() *cobra.Command {
 		Use:   "test [DIR]",
 		Short: "Run the Rego tests (_test.rego) of a policy directory",
 		Long: "Run the test_* rules of every .rego file under DIR (default " + defaultPolicyTestDir + ") with the\n" +
-			"data files, the same capabilities and strict built-in errors as the server, and report\n" +
-			"them as opa test does. --coverage adds which lines of the policies the tests evaluate\n" +
-			"(with --format json: OPA's coverage report instead of the results, when every test\n" +
-			"passes).\n\n" +
+			"data files, the same capabilities, strict built-in errors and input schema (schema.input)\n" +
+			"as the server, and report them as opa test does. --coverage adds which lines of the\n" +
+			"policies the tests evaluate (with --format json: OPA's coverage report instead of the\n" +
+			"results, when every test passes).\n\n" +
 			"Exit codes: 0 all tests pass, 1 a test failed or there is none, 2 DIR cannot be read or\n" +
 			"compiled.",
 		Args:         cobra.MaximumNArgs(1),

@@ -40,11 +40,16 @@ func parseSnapshot(dir string, snap *snapshot) (map[string]*ast.Module, storage.
 
 // newCompiler is the one compiler configuration, shared by serving and tests.
 // Print statements are only kept for tests: the server has nowhere to show them.
+// The input schema is known as schema.input, and METADATA schemas annotations
+// are honoured, so that a package annotated with it is type-checked against
+// the input BuildInput builds.
 func newCompiler(caps *ast.Capabilities, printStatements bool) *ast.Compiler {
 	return ast.NewCompiler().
 		WithCapabilities(caps).
 		WithDefaultRegoVersion(regoVersion).
-		WithEnablePrintStatements(printStatements)
+		WithEnablePrintStatements(printStatements).
+		WithSchemas(schemas).
+		WithUseTypeCheckAnnotations(true)
 }
 
 // compileSnapshot parses and compiles a snapshot. Data documents that overlap a

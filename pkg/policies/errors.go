@@ -72,7 +72,7 @@ func problems(dir string, err error) []Problem {
 				add(e)
 			}
 		case errors.As(err, &astErr):
-			p := Problem{Message: explain(astErr.Code + ": " + astErr.Message)}
+			p := Problem{Message: explain(astErr.Code+": "+astErr.Message) + schemaDetail(astErr)}
 			if astErr.Location != nil {
 				p.File = filepath.Join(dir, astErr.Location.File)
 				p.Line = astErr.Location.Row

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -173,6 +174,29 @@ var _ = Describe("The shipped policies", func() {
 		d := validate(engine, createRequest(j), gpuCluster("0"))
 		Expect(d.Violations).To(BeEmpty())
 		Expect(d.Warnings).To(BeEmpty())
+	})
+
+	It("are type-checked against the input schema (METADATA schemas: input: schema.input)", func() {
+		files, err := filepath.Glob(filepath.Join(shippedDir, "*.rego"))
+		Expect(err).NotTo(HaveOccurred())
+		inputRef := ast.MustParseRef("input")
+		schemaRef := ast.MustParseRef(policies.InputSchemaRef)
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.rego") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			mod, err := ast.ParseModuleWithOpts(f, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+			Expect(err).NotTo(HaveOccurred())
+			annotated := false
+			for _, a := range mod.Annotations {
+				for _, s := range a.Schemas {
+					annotated = annotated || (a.Scope == "package" && s.Path.Equal(inputRef) && s.Schema.Equal(schemaRef))
+				}
+			}
+			Expect(annotated).To(BeTrue(), "%s: its package METADATA lacks schemas: - input: %s", f, policies.InputSchemaRef)
+		}
 	})
 
 	It("are formatted as opa fmt formats them", func() {

@@ -51,12 +51,13 @@ type TestOptions struct {
 
 // RunTests runs the Rego tests (rules named test_*) under dir, the policies and
 // their _test.rego files together with the data files, compiled with the same
-// capabilities and strict built-in errors as the server uses, so a test cannot
-// pass on a built-in the server refuses. OPA's own reporters write the report,
-// so it reads as opa test's: the failing tests with their file and line and the
-// expression that failed, then "PASS: n/m", "FAIL: k/m", ... passed is false
-// when a test failed or errored, or when there is no test; err is for
-// directories that cannot be read or compiled, and for bad options.
+// capabilities, strict built-in errors and input schema as the server uses, so
+// a test cannot pass on a built-in the server refuses, nor a policy annotated
+// with the schema read a field the server never sends. OPA's own reporters
+// write the report, so it reads as opa test's: the failing tests with their
+// file and line and the expression that failed, then "PASS: n/m", "FAIL: k/m",
+// ... passed is false when a test failed or errored, or when there is no test;
+// err is for directories that cannot be read or compiled, and for bad options.
 func RunTests(ctx context.Context, dir string, w io.Writer, o TestOptions) (passed bool, err error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second

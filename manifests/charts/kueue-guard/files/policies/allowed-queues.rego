@@ -4,6 +4,8 @@
 #   Denies a workload whose LocalQueue is not listed in its namespace's annotation
 #   kueue-guard.io/allowed-queues (comma-separated LocalQueue names), on creation and
 #   when the queue label changes. Namespaces without the annotation may use any queue.
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: deny
 package kueue_guard.allowed_queues

@@ -4,6 +4,8 @@
 #   Warns about a new workload without the kueue.x-k8s.io/max-exec-time-seconds
 #   label: without it Kueue never stops a workload that overruns, and it keeps its
 #   quota until it ends.
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: warn
 package kueue_guard.max_exec_time_required

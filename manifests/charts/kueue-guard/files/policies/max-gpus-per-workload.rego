@@ -6,6 +6,8 @@
 #   kueue-guard.io/max-gpus, else data.kueue_guard.config.max_gpus.namespaces[namespace],
 #   else data.kueue_guard.config.max_gpus.default; without any of them there is no
 #   limit. GPU resources are data.kueue_guard.config.gpu_resources.
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: deny
 package kueue_guard.max_gpus_per_workload

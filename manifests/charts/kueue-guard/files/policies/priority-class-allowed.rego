@@ -6,6 +6,8 @@
 #   groups, or the namespace is allowed there. Classes not listed are open to all.
 #   Objects created by a controller (a CronJob's Jobs) are skipped: their owner was
 #   judged, and the request's user is the controller.
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: deny
 package kueue_guard.priority_class_allowed

@@ -6,6 +6,8 @@
 #   charges quota by requests (a limit stands in for a missing request), so such a
 #   container would run on quota it never reserved. Every pod template of the object
 #   is checked, wherever its kind keeps it.
+# schemas:
+#   - input: schema.input
 # custom:
 #   enforcement: deny
 package kueue_guard.require_resource_requests
