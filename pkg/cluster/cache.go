@@ -165,18 +165,18 @@ func stripDeployment(obj any) (any, error) {
 type InformerView struct {
 	cache          cache.Cache
 	kueueNamespace string
-	frameworks     atomic.Pointer[parsedFrameworks]
+	kueueConfig    atomic.Pointer[parsedKueueConfig]
 	// unserved holds the scaled kinds whose CRD was not installed when the
 	// view started; their informers start on the first scale that names them.
 	unservedMu sync.Mutex
 	unserved   map[schema.GroupVersionKind]bool
 }
 
-// parsedFrameworks memoises the parse of Kueue's Configuration per version of its
-// ConfigMap, so requests do not re-parse YAML.
-type parsedFrameworks struct {
+// parsedKueueConfig memoises the parse of Kueue's Configuration per version of
+// its ConfigMap.
+type parsedKueueConfig struct {
 	uid, resourceVersion string
-	frameworks           []string
+	cfg                  *KueueConfig
 	err                  error
 }
 
@@ -263,6 +263,16 @@ func (v *InformerView) KueueControllers() []ControllerRef {
 
 // KueueFrameworks implements View.
 func (v *InformerView) KueueFrameworks() ([]string, bool) {
+	cfg, ok := v.KueueConfig()
+	if !ok {
+		return nil, false
+	}
+	return cfg.Frameworks, true
+}
+
+// KueueConfig implements View. The parse is memoised per version of the
+// ConfigMap, so requests do not re-parse YAML.
+func (v *InformerView) KueueConfig() (*KueueConfig, bool) {
 	list := &corev1.ConfigMapList{}
 	if err := v.cache.List(context.Background(), list, client.InNamespace(v.kueueNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, false
@@ -275,12 +285,12 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 	if cm == nil {
 		return nil, false
 	}
-	if p := v.frameworks.Load(); p != nil && p.uid == string(cm.UID) && p.resourceVersion == cm.ResourceVersion {
-		return p.frameworks, p.err == nil
+	if p := v.kueueConfig.Load(); p != nil && p.uid == string(cm.UID) && p.resourceVersion == cm.ResourceVersion {
+		return p.cfg, p.err == nil
 	}
-	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
-	v.frameworks.Store(&parsedFrameworks{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, frameworks: fw, err: err})
-	return fw, err == nil
+	cfg, err := ParseKueueConfig(cm.Data[KueueConfigKey], v.kueueNamespace)
+	v.kueueConfig.Store(&parsedKueueConfig{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, cfg: cfg, err: err})
+	return cfg, err == nil
 }
 
 // LimitRanges implements View.

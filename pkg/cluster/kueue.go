@@ -5,7 +5,10 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
@@ -21,12 +24,66 @@ const (
 )
 
 // kueueIntegrations is the part of Kueue's Configuration (v1beta1 and v1beta2
-// agree on it) that says which integrations are enabled.
+// agree on it) that kueue-guard follows.
 type kueueIntegrations struct {
+	Namespace    *string `json:"namespace"`
 	Integrations *struct {
 		Frameworks         []string `json:"frameworks"`
 		ExternalFrameworks []string `json:"externalFrameworks"`
 	} `json:"integrations"`
+	ManageJobsWithoutQueueName   bool                  `json:"manageJobsWithoutQueueName"`
+	ManagedJobsNamespaceSelector *metav1.LabelSelector `json:"managedJobsNamespaceSelector"`
+	Resources                    *configapi.Resources  `json:"resources"`
+}
+
+// KueueConfig is what kueue-guard follows of Kueue's Configuration, with
+// Kueue's defaults applied.
+type KueueConfig struct {
+	// Frameworks are the enabled integrations (frameworks, then
+	// externalFrameworks in Kueue's "Kind.version.group" form).
+	Frameworks []string
+	// ManageJobsWithoutQueueName makes Kueue hold workloads that have no queue.
+	ManageJobsWithoutQueueName bool
+	// ManagedJobsNamespaceSelector selects the namespaces whose pod-based
+	// workloads (Pods, Deployments, StatefulSets, LeaderWorkerSets) Kueue
+	// manages at all; elsewhere it only modulates ManageJobsWithoutQueueName.
+	// Kueue's default leaves out kube-system and its own namespace.
+	ManagedJobsNamespaceSelector labels.Selector
+	// Resources is Kueue's resources section: excluded prefixes and
+	// transformations it applies before charging quota.
+	Resources configapi.Resources
+}
+
+// ParseKueueConfig reads Kueue's Configuration as Kueue's manager in
+// kueueNamespace would, with its defaults.
+func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
+	var raw kueueIntegrations
+	if err := yaml.Unmarshal([]byte(data), &raw); err != nil {
+		return nil, fmt.Errorf("reading Kueue's Configuration: %w", err)
+	}
+	frameworks, err := ParseKueueFrameworks(data)
+	if err != nil {
+		return nil, err
+	}
+	ns := kueueNamespace
+	if raw.Namespace != nil && *raw.Namespace != "" {
+		ns = *raw.Namespace
+	}
+	ls := raw.ManagedJobsNamespaceSelector
+	if ls == nil {
+		ls = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", ns}}}}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, fmt.Errorf("reading Kueue's managedJobsNamespaceSelector: %w", err)
+	}
+	cfg := &KueueConfig{Frameworks: frameworks, ManageJobsWithoutQueueName: raw.ManageJobsWithoutQueueName,
+		ManagedJobsNamespaceSelector: sel}
+	if raw.Resources != nil {
+		cfg.Resources = *raw.Resources
+	}
+	return cfg, nil
 }
 
 // ParseKueueFrameworks reads the enabled integrations from Kueue's Configuration,

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
@@ -46,6 +47,48 @@ var _ = Describe("Kueue's Configuration", func() {
 			To(Equal("my-kueue-manager-config"))
 		Expect(kueueConfigMap([]*corev1.ConfigMap{cm("my-kueue-manager-config", true), cm(KueueDefaultConfigMapName, true)}).Name).
 			To(Equal(KueueDefaultConfigMapName))
+	})
+})
+
+var _ = Describe("Kueue's whole Configuration", func() {
+	ns := func(name string) labels.Set { return labels.Set{corev1.LabelMetadataName: name} }
+
+	It("applies Kueue's defaults: pod-based workloads outside kube-system and Kueue's namespace", func() {
+		cfg, err := ParseKueueConfig("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n", "kueue-system")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Frameworks).To(Equal([]string{"batch/job"}))
+		Expect(cfg.ManageJobsWithoutQueueName).To(BeFalse())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("team-a"))).To(BeTrue())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("kube-system"))).To(BeFalse())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("kueue-system"))).To(BeFalse())
+	})
+
+	It("reads the selector, manageJobsWithoutQueueName, Kueue's own namespace and the resources section", func() {
+		cfg, err := ParseKueueConfig(`namespace: batch-kueue
+manageJobsWithoutQueueName: true
+resources:
+  excludeResourcePrefixes: [example.com/]
+  transformations:
+  - input: nvidia.com/mig-1g.5gb
+    strategy: Replace
+    outputs: {example.com/accelerator-memory: 5Gi}
+`, "kueue-system")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ManageJobsWithoutQueueName).To(BeTrue())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("batch-kueue"))).To(BeFalse(), "the Configuration's namespace wins")
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("kueue-system"))).To(BeTrue())
+		Expect(cfg.Resources.ExcludeResourcePrefixes).To(Equal([]string{"example.com/"}))
+		Expect(cfg.Resources.Transformations).To(HaveLen(1))
+
+		cfg, err = ParseKueueConfig("managedJobsNamespaceSelector: {matchLabels: {kueue: managed}}\n", "kueue-system")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(labels.Set{"kueue": "managed"})).To(BeTrue())
+		Expect(cfg.ManagedJobsNamespaceSelector.Matches(ns("team-a"))).To(BeFalse())
+	})
+
+	It("reports a selector that does not parse", func() {
+		_, err := ParseKueueConfig("managedJobsNamespaceSelector: {matchExpressions: [{key: a, operator: Bogus}]}\n", "kueue-system")
+		Expect(err).To(MatchError(ContainSubstring("managedJobsNamespaceSelector")))
 	})
 })
 

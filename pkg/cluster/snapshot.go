@@ -166,6 +166,15 @@ func (s *Snapshot) KueueControllers() []ControllerRef {
 
 // KueueFrameworks implements View.
 func (s *Snapshot) KueueFrameworks() ([]string, bool) {
+	cfg, ok := s.KueueConfig()
+	if !ok {
+		return nil, false
+	}
+	return cfg.Frameworks, true
+}
+
+// KueueConfig implements View.
+func (s *Snapshot) KueueConfig() (*KueueConfig, bool) {
 	var cms []*corev1.ConfigMap
 	for k, cm := range s.configMaps {
 		if k.Namespace == s.kueueNamespace {
@@ -176,8 +185,8 @@ func (s *Snapshot) KueueFrameworks() ([]string, bool) {
 	if cm == nil {
 		return nil, false
 	}
-	fw, err := ParseKueueFrameworks(cm.Data[KueueConfigKey])
-	return fw, err == nil
+	cfg, err := ParseKueueConfig(cm.Data[KueueConfigKey], s.kueueNamespace)
+	return cfg, err == nil
 }
 
 // ScaleTarget implements View: the queued workloads of scaled kinds that were

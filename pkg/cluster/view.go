@@ -29,6 +29,9 @@ type View interface {
 	// (frameworks and externalFrameworks); known is false when the Configuration
 	// cannot be found, so callers never guess.
 	KueueFrameworks() (frameworks []string, known bool)
+	// KueueConfig is Kueue's Configuration as kueue-guard follows it, with
+	// Kueue's defaults; known is false when it cannot be found or read.
+	KueueConfig() (cfg *KueueConfig, known bool)
 	// ScaleTarget returns a queued workload whose scale subresource is under
 	// admission (a kind with integrations.Integration.ScaleJudged whose
 	// effective queue label, its own or its pod template's, is set), so that a
