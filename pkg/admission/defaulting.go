@@ -174,6 +174,11 @@ func (s *Defaulter) Mutate(_ context.Context, req *Request, t Target, view clust
 		if choice == nil {
 			return nil
 		}
+		if why := kueueIgnores(req.Object, req.Namespace, in, view); why != "" {
+			d.Warn(RuleKueueUnmanaged, nil, fmt.Sprintf("%s: the namespace's default LocalQueue %q (from %s) was not set",
+				why, choice.LocalQueue, choice.Source))
+			return nil
+		}
 		if !choice.Exists {
 			switch s.missing {
 			case config.MissingLocalQueueIgnore:

@@ -195,6 +195,10 @@ func (s *QueueChecks) Validate(_ context.Context, req *Request, t Target, view c
 		return nil
 	}
 	field := QueueLabelField(in)
+	if why := kueueIgnores(req.Object, req.Namespace, in, view); why != "" {
+		d.Warn(RuleKueueUnmanaged, field, why+": its queue holds nothing, and it runs outside quota")
+		return nil
+	}
 	lq, ok := view.LocalQueue(req.Namespace, queue)
 	if !ok {
 		// The mutating path already warned about a queue it defaulted.

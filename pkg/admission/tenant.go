@@ -114,6 +114,9 @@ func (q *QueuePolicy) wouldDefault(req *Request, view cluster.View) *QueueChoice
 	if c == nil || (!c.Exists && q.missing == config.MissingLocalQueueIgnore) {
 		return nil
 	}
+	if in, ok := integrations.Lookup(req.Kind.GroupKind()); ok && kueueIgnores(req.Object, req.Namespace, in, view) != "" {
+		return nil
+	}
 	return c
 }
 

@@ -61,6 +61,10 @@ type Integration struct {
 	// Kueue acts on are the pods', so a label in the pod template counts as the
 	// workload's when the object itself has none.
 	TemplateQueue bool
+	// PodBased marks the kinds Kueue manages through its pod integration (Pod,
+	// Deployment, StatefulSet, LeaderWorkerSet): Kueue leaves them alone
+	// entirely in namespaces outside its managedJobsNamespaceSelector.
+	PodBased bool
 }
 
 // Suspension describes, as data, how Kueue decides that a workload is suspended
@@ -121,14 +125,14 @@ var catalog = []Integration{
 	{GVK: gvk("batch", "v1", "CronJob"), Resource: "cronjobs", ChildFramework: "batch/job", Managed: true,
 		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
-		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}},
+		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}, PodBased: true},
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true},
+		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true},
+		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true},
+		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},

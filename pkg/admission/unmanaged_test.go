@@ -1,0 +1,62 @@
+package admission_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+var _ = Describe("workloads Kueue does not manage", func() {
+	// Kueue manages pod-based workloads only in namespaces labelled kueue=managed;
+	// both namespaces have a default queue.
+	managedOnly := kueueConfigMap("batch/job", "pod", "deployment", "ray.io/rayjob")
+	managedOnly.Data["controller_manager_config.yaml"] += "managedJobsNamespaceSelector:\n  matchLabels: {kueue: managed}\n"
+	objs := func() []client.Object {
+		return []client.Object{managedOnly,
+			ns("plain", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("plain", "q"),
+			ns("managed", map[string]string{"kueue": "managed"}, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("managed", "q")}
+	}
+	queueOf := func(req *guard.Request, d *guard.Decision) string {
+		in, _ := integrations.Lookup(req.Kind.GroupKind())
+		return workload.QueueName(result(req, d), in)
+	}
+
+	It("does not default a Pod outside Kueue's managedJobsNamespaceSelector, and says why", func() {
+		req := create(fixtures.Pod("plain", "p").Obj())
+		d := mutate(built(config.Default()), view(objs()...), req)
+		Expect(queueOf(req, d)).To(BeEmpty())
+		Expect(rules(d)).To(Equal([]string{guard.RuleKueueUnmanaged + "/warn"}))
+		Expect(d.Warnings[0]).To(ContainSubstring(`Kueue does not manage Pods in namespace "plain"`))
+		Expect(validate(built(config.Default()), view(objs()...), req).Allowed()).To(BeTrue(),
+			"the backstop does not expect a queue Kueue would ignore")
+	})
+
+	It("defaults a Pod where Kueue manages pods", func() {
+		req := create(fixtures.Pod("managed", "p").Obj())
+		Expect(queueOf(req, mutate(built(config.Default()), view(objs()...), req))).To(Equal("q"))
+	})
+
+	It("still defaults a Job there: Kueue manages a labelled Job in any namespace", func() {
+		req := create(fixtures.Job("plain", "j").Obj())
+		Expect(queueOf(req, mutate(built(config.Default()), view(objs()...), req))).To(Equal("q"))
+	})
+
+	It("warns that a labelled Pod there runs outside quota", func() {
+		d := validate(built(config.Default()), view(objs()...), create(fixtures.Pod("plain", "p").Queue("q").Obj()))
+		Expect(rules(d)).To(Equal([]string{guard.RuleKueueUnmanaged + "/warn"}))
+		Expect(d.Warnings[0]).To(ContainSubstring("runs outside quota"))
+	})
+
+	It("does not default a RayJob on an existing cluster (KubeRay refuses it with a queue)", func() {
+		req := create(fixtures.RayJob("managed", "r").Set(map[string]any{"ray.io/cluster": "shared"}, "spec", "clusterSelector").Obj())
+		d := mutate(built(config.Default()), view(objs()...), req)
+		Expect(queueOf(req, d)).To(BeEmpty())
+		Expect(d.Warnings[0]).To(ContainSubstring("spec.clusterSelector"))
+	})
+})
