@@ -1,14 +1,3 @@
-// Package policies is kueue-guard's Rego policy engine: it loads the policy
-// directory, compiles it once per version, watches it for changes, builds the
-// policy input from an admission request and the cluster view, evaluates every
-// policy under a deadline and a concurrency bound, and turns the results into
-// violations of the admission pipeline (Step). It also runs the policies' own
-// Rego tests (RunTests) for `kueue-guard policy test`.
-//
-// A policy is any package that defines `deny` and/or `warn`, sets of strings or of
-// {"msg": ..., "field": ...} objects; its id is the package path without "data.".
-// Its package METADATA sets custom.enforcement (deny, warn or dryrun), title and
-// description. Policies cannot reach the network (see Capabilities).
 package policies
 
 import (

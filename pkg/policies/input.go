@@ -43,7 +43,10 @@ import (
 //	                   used,reserved}], pendingWorkloads, reservingWorkloads,
 //	                   admittedWorkloads, or null
 //
-// Quantities are numbers in base units (see quantityTerm). The value is built as
+// docs/policy-input.md describes every field for policy authors, and
+// schemas/input.json is its JSON Schema (a test validates BuildInput's output
+// against it): a change here changes both. Quantities are numbers in base units
+// (see quantityTerm). The value is built as
 // OPA terms directly, without reflection or a JSON round trip: this runs on every
 // request. The LocalQueue is the one the object's queue label names.
 func BuildInput(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View) (ast.Value, error) {

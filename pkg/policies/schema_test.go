@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -24,6 +27,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
+
+// policyInputDoc documents the input for policy authors, field by field.
+const policyInputDoc = "../../docs/policy-input.md"
 
 // schemaAnnotation is the METADATA that type-checks a package against the input
 // schema.
@@ -51,6 +57,43 @@ func instance(v ast.Value) any {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	Expect(err).NotTo(HaveOccurred())
 	return inst
+}
+
+// schemaPaths lists the fields the schema names, as Rego refs under input
+// (input.workload.podSets[_].count), resolving the schema's own $refs.
+func schemaPaths() []string {
+	var root map[string]any
+	Expect(json.Unmarshal(policies.InputSchema(), &root)).To(Succeed())
+	defs, _ := root["definitions"].(map[string]any)
+	var resolve func(s map[string]any) map[string]any
+	resolve = func(s map[string]any) map[string]any {
+		if ref, ok := s["$ref"].(string); ok {
+			return resolve(defs[strings.TrimPrefix(ref, "#/definitions/")].(map[string]any))
+		}
+		return s
+	}
+	var out []string
+	var walk func(prefix string, s map[string]any)
+	walk = func(prefix string, s map[string]any) {
+		s = resolve(s)
+		for _, key := range []string{"allOf", "anyOf"} {
+			alts, _ := s[key].([]any)
+			for _, a := range alts {
+				walk(prefix, a.(map[string]any))
+			}
+		}
+		if items, ok := s["items"].(map[string]any); ok {
+			walk(prefix+"[_]", items)
+		}
+		props, _ := s["properties"].(map[string]any)
+		for name, p := range props {
+			out = append(out, prefix+"."+name)
+			walk(prefix+"."+name, p.(map[string]any))
+		}
+	}
+	walk("input", root)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 var _ = Describe("The input schema", func() {
@@ -256,5 +299,15 @@ deny contains sprintf("%d pod sets", [count(input.workload.podSets)]) if {
 			}
 			check("#", root)
 		})
+	})
+
+	It("is documented field by field in docs/policy-input.md", func() {
+		doc, err := os.ReadFile(policyInputDoc)
+		Expect(err).NotTo(HaveOccurred())
+		paths := schemaPaths()
+		Expect(paths).To(ContainElements("input.workload.podSets[_].count", "input.clusterQueue.quotas[_].reserved"))
+		for _, p := range paths {
+			Expect(string(doc)).To(ContainSubstring("`"+p+"`"), "docs/policy-input.md does not document %s", p)
+		}
 	})
 })
