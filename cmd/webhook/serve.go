@@ -50,7 +50,7 @@ func newServeCommand() *cobra.Command {
 	fl.BoolVar(&f.manageCerts, "manage-certs", false, "Generate, inject and rotate the serving certificate (when cert-manager is not used)")
 	fl.StringVar(&f.certSecret, "cert-secret-name", "", "Secret holding the managed certificate (with --manage-certs)")
 	fl.StringVar(&f.webhookService, "webhook-service-name", "", "Service the certificate is issued for (with --manage-certs)")
-	fl.StringVar(&f.mutatingName, "mutating-webhook-configuration", "", "MutatingWebhookConfiguration to inject the CA into (with --manage-certs)")
+	fl.StringVar(&f.mutatingName, "mutating-webhook-configuration", "", "kueue-guard's MutatingWebhookConfiguration: checked to run before Kueue's, and given the CA with --manage-certs")
 	fl.StringVar(&f.validatingName, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (with --manage-certs)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests on SIGTERM")
 	goFlags := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -357,6 +357,7 @@ var _ = Describe("default values", func() {
 			"--tls-min-version=1.3",
 			"--namespace=$(POD_NAMESPACE)",
 			"--shutdown-timeout=30s",
+			"--mutating-webhook-configuration=kueue-guard-mutating",
 			"--zap-log-level=info"))
 		Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "POD_NAMESPACE",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}))
@@ -483,7 +484,8 @@ var _ = Describe("default values", func() {
 		Expect(err).NotTo(HaveOccurred())
 		notes := files["kueue-guard/templates/NOTES.txt"]
 		Expect(notes).To(ContainSubstring("mutatingWebhook.reinvocationPolicy: IfNeeded"))
-		Expect(notes).To(ContainSubstring(`"kueue-guard-mutating" sorts before`))
+		Expect(notes).To(ContainSubstring(`"kueue-guard-mutating" must sort before`))
+		Expect(notes).To(ContainSubstring("kueue_guard_webhook_order_problems"))
 		Expect(notes).NotTo(ContainSubstring("WARNING"))
 	})
 })

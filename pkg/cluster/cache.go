@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -38,7 +39,9 @@ func newDeployment() *unstructured.Unstructured {
 // Kueue's namespace.
 func CachedTypes() []client.Object {
 	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment(),
-		&corev1.LimitRange{}, &nodev1.RuntimeClass{}}
+		&corev1.LimitRange{}, &nodev1.RuntimeClass{},
+		// Not read by the pipeline: the server's webhook order check watches them.
+		&admissionregistrationv1.MutatingWebhookConfiguration{}}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK != deploymentGVK {
 			objs = append(objs, newUnstructured(in.GVK))

@@ -112,6 +112,15 @@ func New(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	if o.MutatingConfigurationName != "" {
+		order, err := newWebhookOrder(mgr.GetCache(), o.MutatingConfigurationName, crmetrics.Registry, o.Logger.WithName("webhook-order"))
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(order); err != nil {
+			return nil, err
+		}
+	}
 	engine, err := policies.NewEngine(policies.Options{
 		Directory:  o.Config.Policies.Directory,
 		OnError:    o.Config.Policies.OnError,

@@ -7,6 +7,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var _ = Describe("the webhook server's TLS", func() {
@@ -26,5 +30,50 @@ var _ = Describe("the webhook server's TLS", func() {
 		defer conn.Close()
 		Expect(conn.ConnectionState().NegotiatedProtocol).To(Equal("http/1.1"))
 		Expect(conn.ConnectionState().Version).To(BeEquivalentTo(tls.VersionTLS13))
+	})
+})
+
+var _ = Describe("the mutating webhook order", func() {
+	// A Kueue installed as Helm release "aks-kueue": its configuration sorts
+	// before kueue-guard's. The webhook is never called (no namespace matches
+	// its selector); only its registration matters.
+	kueueFirst := func() *admissionregistrationv1.MutatingWebhookConfiguration {
+		return &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "aks-kueue-mutating-webhook-configuration"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name:                    "mjob.kb.io",
+				AdmissionReviewVersions: []string{"v1"},
+				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+				FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+				NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"never": "matches"}},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+					Namespace: "aks-kueue", Name: "aks-kueue-webhook-service", Path: ptr.To("/mutate-batch-v1-job")}},
+				Rules: []admissionregistrationv1.RuleWithOperations{{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
+			}},
+		}
+	}
+	const problems = "kueue_guard_webhook_order_problems"
+
+	It("is reported while Kueue's configuration sorts before ours, until Kueue re-invokes its webhooks", func() {
+		Expect(metric(problems)).To(BeZero())
+		c := kueueFirst()
+		Expect(env.Client.Create(ctx, c)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, c))).To(Succeed()) })
+		Eventually(func() float64 { return metric(problems) }).Should(Equal(1.0))
+
+		By("Kueue's mutatingWebhook.reinvocationPolicy IfNeeded: called again after kueue-guard labels the job")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		c.Webhooks[0].ReinvocationPolicy = ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy)
+		Expect(env.Client.Update(ctx, c)).To(Succeed())
+		Eventually(func() float64 { return metric(problems) }).Should(BeZero())
+
+		By("Kueue uninstalled")
+		c.Webhooks[0].ReinvocationPolicy = ptr.To(admissionregistrationv1.NeverReinvocationPolicy)
+		Expect(env.Client.Update(ctx, c)).To(Succeed())
+		Eventually(func() float64 { return metric(problems) }).Should(Equal(1.0))
+		Expect(env.Client.Delete(ctx, c)).To(Succeed())
+		Eventually(func() float64 { return metric(problems) }).Should(BeZero())
 	})
 })

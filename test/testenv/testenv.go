@@ -162,8 +162,10 @@ func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *co
 		MetricsBindAddress:     metrics,
 		HealthProbeBindAddress: probe,
 		ShutdownTimeout:        10 * time.Second,
-		Logger:                 log.FromContext(ctx),
-		Observer:               observer,
+		// As the chart passes it: the webhook order check watches it.
+		MutatingConfigurationName: webhookconfig.MutatingName,
+		Logger:                    log.FromContext(ctx),
+		Observer:                  observer,
 	})
 	if err != nil {
 		return nil, err

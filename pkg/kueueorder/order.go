@@ -1,0 +1,85 @@
+// Package kueueorder checks that kueue-guard's mutating webhook runs before
+// Kueue's. The API server calls mutating webhook configurations in name order;
+// when Kueue's runs first, it sees a job without the queue label kueue-guard is
+// about to add, does not suspend it, and the job is created running, outside
+// quota. Kueue's configuration is found by the webhooks it serves, whatever it
+// is called (a Helm release "aks-kueue" names it
+// "aks-kueue-mutating-webhook-configuration").
+package kueueorder
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// KueueMutatingPath is the path Kueue's manager serves the mutating webhook of
+// a kind at (controller-runtime's convention: /mutate-<group with dashes>-<version>-<kind>).
+func KueueMutatingPath(gvk schema.GroupVersionKind) string {
+	return "/mutate-" + strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
+}
+
+// kueuePaths are Kueue's mutating webhook paths for every catalog kind.
+var kueuePaths = func() map[string]bool {
+	m := map[string]bool{}
+	for _, in := range integrations.All() {
+		m[KueueMutatingPath(in.GVK)] = true
+	}
+	return m
+}()
+
+// Problem is a configuration holding Kueue's workload webhooks that the API
+// server calls before kueue-guard's, and whose webhooks are not re-invoked
+// after later mutations.
+type Problem struct {
+	// Configuration is the MutatingWebhookConfiguration's name.
+	Configuration string
+	// Webhooks are its webhooks that serve Kueue's workload paths.
+	Webhooks []string
+}
+
+// Check returns every configuration other than ours that serves Kueue's
+// workload mutating webhooks, sorts before ours, and does not set
+// reinvocationPolicy IfNeeded on them (with IfNeeded the API server calls
+// Kueue's webhook again after ours has labelled the job, so order does not
+// matter). Sorted by name. ours empty checks nothing.
+func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfiguration) []Problem {
+	if ours == "" {
+		return nil
+	}
+	var out []Problem
+	for _, c := range configs {
+		if c.Name == ours || c.Name > ours {
+			continue
+		}
+		var hooks []string
+		for _, w := range c.Webhooks {
+			if kueuePaths[webhookPath(w.ClientConfig)] &&
+				(w.ReinvocationPolicy == nil || *w.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy) {
+				hooks = append(hooks, w.Name)
+			}
+		}
+		if len(hooks) > 0 {
+			out = append(out, Problem{Configuration: c.Name, Webhooks: hooks})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Configuration < out[j].Configuration })
+	return out
+}
+
+func webhookPath(c admissionregistrationv1.WebhookClientConfig) string {
+	if c.Service != nil && c.Service.Path != nil {
+		return *c.Service.Path
+	}
+	if c.URL != nil {
+		if u, err := url.Parse(*c.URL); err == nil {
+			return u.Path
+		}
+	}
+	return ""
+}

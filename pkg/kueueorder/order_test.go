@@ -1,0 +1,87 @@
+package kueueorder_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
+)
+
+func TestKueueOrder(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Kueue Webhook Order Suite")
+}
+
+func config(name string, reinvocation *admissionregistrationv1.ReinvocationPolicyType, paths ...string) admissionregistrationv1.MutatingWebhookConfiguration {
+	c := admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, p := range paths {
+		c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: "m" + p[1:] + ".kb.io", ReinvocationPolicy: reinvocation,
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: ptr.To(p)}}})
+	}
+	return c
+}
+
+var _ = Describe("the mutating webhook order", func() {
+	const ours = "kueue-guard-mutating"
+
+	It("is fine when Kueue's configuration sorts after ours, as with Kueue's default name", func() {
+		Expect(kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{
+			config("kueue-mutating-webhook-configuration", nil, "/mutate-batch-v1-job"), config(ours, nil)})).To(BeEmpty())
+	})
+
+	It("finds Kueue's webhooks by path under any release name that sorts before ours", func() {
+		got := kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{
+			config("aks-kueue-mutating-webhook-configuration", nil, "/mutate-batch-v1-job", "/mutate--v1-pod",
+				"/mutate-kueue-x-k8s-io-v1beta2-clusterqueue"),
+			config("cert-manager-webhook", nil, "/mutate"),
+		})
+		Expect(got).To(Equal([]kueueorder.Problem{{Configuration: "aks-kueue-mutating-webhook-configuration",
+			Webhooks: []string{"mmutate-batch-v1-job.kb.io", "mmutate--v1-pod.kb.io"}}}))
+	})
+
+	It("accepts Kueue's webhooks re-invoked after ours (reinvocationPolicy IfNeeded)", func() {
+		Expect(kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{
+			config("batch-kueue-mutating-webhook-configuration", ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+				"/mutate-batch-v1-job")})).To(BeEmpty())
+	})
+
+	It("checks nothing when our configuration's name is not known", func() {
+		Expect(kueueorder.Check("", []admissionregistrationv1.MutatingWebhookConfiguration{
+			config("a-kueue", nil, "/mutate-batch-v1-job")})).To(BeEmpty())
+	})
+
+	It("knows every workload path Kueue's own webhook manifest serves", func() {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue").Output()
+		Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "components", "webhook", "manifests.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var kueuePaths []string
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			var c admissionregistrationv1.MutatingWebhookConfiguration
+			Expect(yaml.Unmarshal([]byte(doc), &c)).To(Succeed())
+			if c.Kind != "MutatingWebhookConfiguration" {
+				continue
+			}
+			for _, w := range c.Webhooks {
+				if p := *w.ClientConfig.Service.Path; !strings.Contains(p, "-kueue-x-k8s-io-") {
+					kueuePaths = append(kueuePaths, p)
+				}
+			}
+		}
+		Expect(kueuePaths).To(HaveLen(18), "Kueue v0.17's workload webhooks")
+		for _, p := range kueuePaths {
+			got := kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{config("a-kueue", nil, p)})
+			Expect(got).To(HaveLen(1), "path %s is recognised as Kueue's", p)
+		}
+	})
+})
