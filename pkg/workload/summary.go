@@ -57,7 +57,26 @@ type Summary struct {
 	// TotalRequests is the sum over pod sets of Requests × Count: what the whole
 	// object asks of the cluster.
 	TotalRequests corev1.ResourceList
+	// AdmissionUnit is what Kueue admits at once: the whole workload, each pod
+	// on its own (a Deployment), or each group on its own (a LeaderWorkerSet).
+	AdmissionUnit AdmissionUnit
+	// UnitRequests is what Kueue reserves for one admission unit at full size,
+	// and MinUnitRequests at the fewest pods it may admit it with (partial
+	// admission's minCount); they are equal when nothing is partial.
+	UnitRequests, MinUnitRequests corev1.ResourceList
 }
+
+// AdmissionUnit is what Kueue admits as one Workload.
+type AdmissionUnit string
+
+const (
+	// UnitWorkload: the object's pod sets are one Workload.
+	UnitWorkload AdmissionUnit = "workload"
+	// UnitPod: each pod is its own Workload (Deployment).
+	UnitPod AdmissionUnit = "pod"
+	// UnitGroup: each replica group is its own Workload (LeaderWorkerSet).
+	UnitGroup AdmissionUnit = "group"
+)
 
 // ErrUnknownKind is wrapped by Summarize's error for kinds outside the
 // integration catalog, so callers can tell "not a workload" (usually: skip) from
@@ -149,14 +168,16 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
-	return &Summary{
+	s := &Summary{
 		Kind:          gvk,
 		Framework:     in.EffectiveFramework(),
 		QueueName:     QueueName(obj, in),
 		PriorityClass: PriorityClass(obj, in),
 		PodSets:       podSets,
 		TotalRequests: total,
-	}, nil
+	}
+	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests = admissionUnit(obj, podSets, total)
+	return s, nil
 }
 
 // computePodSets runs a builder with any panic turned into an error: the
@@ -271,4 +292,62 @@ func objectName(obj *unstructured.Unstructured) string {
 		return ns + "/" + name
 	}
 	return name
+}
+
+// admissionUnit is what Kueue admits at once for the object, and what it
+// reserves for one unit at full size and at its minimum.
+func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev1.ResourceList) (AdmissionUnit, corev1.ResourceList, corev1.ResourceList) {
+	gk := obj.GroupVersionKind().GroupKind()
+	switch {
+	case gk == schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		one := corev1.ResourceList{}
+		if len(podSets) > 0 {
+			one = podSets[0].Requests
+		}
+		return UnitPod, one, one
+	case gk == schema.GroupKind{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}:
+		// One group: the leader (when there is a leader template) and the
+		// workers of size.
+		size, found, _ := unstructured.NestedInt64(obj.Object, "spec", "leaderWorkerTemplate", "size")
+		if !found || size < 1 {
+			size = 1
+		}
+		perGroup := []int64{size}
+		if _, leader, _ := unstructured.NestedMap(obj.Object, "spec", "leaderWorkerTemplate", "leaderTemplate"); leader {
+			perGroup = []int64{1, size - 1}
+		}
+		group := corev1.ResourceList{}
+		for i, ps := range podSets {
+			if i < len(perGroup) {
+				addScaled(group, ps.Requests, perGroup[i])
+			}
+		}
+		return UnitGroup, group, group
+	}
+	min := corev1.ResourceList{}
+	partial := false
+	for _, ps := range podSets {
+		n := int64(ps.Count)
+		if ps.MinCount != nil && *ps.MinCount < ps.Count {
+			n, partial = int64(*ps.MinCount), true
+		}
+		addScaled(min, ps.Requests, n)
+	}
+	if !partial {
+		min = total
+	}
+	return UnitWorkload, total, min
+}
+
+// addScaled adds n × per to into. The amounts were checked for overflow when
+// the totals were computed, and n never exceeds a pod set's count.
+func addScaled(into, per corev1.ResourceList, n int64) {
+	for name, q := range per {
+		v := q.DeepCopy()
+		v.Mul(n)
+		if cur, ok := into[name]; ok {
+			v.Add(cur)
+		}
+		into[name] = v
+	}
 }
