@@ -31,7 +31,8 @@ import (
 //	input.oldObject    the old object on UPDATE, else null
 //	input.workload     kind{group,version,kind}, framework, queueName, priorityClass
 //	                   (both as Kueue reads them, pod templates included),
-//	                   podSets[{name,count,requests}], totalRequests, topLevel,
+//	                   podSets[{name,count,minCount,requests}], totalRequests,
+//	                   admissionUnit, unitRequests, minUnitRequests, topLevel,
 //	                   grows (an UPDATE that asks Kueue for more, see workload.Grows)
 //	input.oldWorkload  the old object's summary on UPDATE (same shape), else null
 //	input.namespace    name, labels, annotations (empty when the namespace is unknown)
@@ -50,7 +51,7 @@ import (
 // OPA terms directly, without reflection or a JSON round trip: this runs on every
 // request. The LocalQueue is the one the object's queue label names.
 func BuildInput(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View) (ast.Value, error) {
-	f, err := summarizeRequest(ctx, req)
+	f, err := summarizeRequest(ctx, req, view)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +65,22 @@ type requestFacts struct {
 	grows    bool
 }
 
-func summarizeRequest(ctx context.Context, req *admission.Request) (*requestFacts, error) {
+// summaryOptions are Kueue's accounting inputs the view holds: the namespace's
+// LimitRanges and RuntimeClasses, and Kueue's resources configuration.
+func summaryOptions(view cluster.View) workload.Options {
+	o := workload.Options{Resources: view}
+	if cfg, ok := view.KueueConfig(); ok {
+		o.Kueue = cfg.Resources
+	}
+	return o
+}
+
+func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.View) (*requestFacts, error) {
 	if req.Object == nil {
 		return nil, fmt.Errorf("the request has no object")
 	}
-	sum, err := workload.Summarize(ctx, req.Object)
+	opts := summaryOptions(view)
+	sum, err := workload.SummarizeWith(ctx, req.Object, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +89,7 @@ func summarizeRequest(ctx context.Context, req *admission.Request) (*requestFact
 		// An old object that cannot be summarized (written by an older version
 		// of a CRD, say) leaves oldWorkload null, and the update counts as
 		// growing: it is judged as if the workload were new.
-		if old, err := workload.Summarize(ctx, req.OldObject); err == nil {
+		if old, err := workload.SummarizeWith(ctx, req.OldObject, opts); err == nil {
 			f.old = old
 		}
 		f.grows = workload.Grows(f.old, sum)
@@ -193,9 +205,14 @@ func stringMapTerm(m map[string]string) *ast.Term {
 func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 	podSets := make([]*ast.Term, len(s.PodSets))
 	for i, ps := range s.PodSets {
+		minCount := ast.NullTerm()
+		if ps.MinCount != nil {
+			minCount = intTerm(*ps.MinCount)
+		}
 		podSets[i] = ast.ObjectTerm(
 			item("name", str(ps.Name)),
 			item("count", intTerm(ps.Count)),
+			item("minCount", minCount),
 			item("requests", resourceListTerm(ps.Requests)),
 		)
 	}
@@ -206,6 +223,9 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("priorityClass", str(s.PriorityClass)),
 		item("podSets", ast.ArrayTerm(podSets...)),
 		item("totalRequests", resourceListTerm(s.TotalRequests)),
+		item("admissionUnit", str(string(s.AdmissionUnit))),
+		item("unitRequests", resourceListTerm(s.UnitRequests)),
+		item("minUnitRequests", resourceListTerm(s.MinUnitRequests)),
 		item("topLevel", ast.BooleanTerm(true)),
 		item("grows", ast.BooleanTerm(grows)),
 	)

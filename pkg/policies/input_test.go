@@ -9,7 +9,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -96,13 +98,30 @@ var _ = Describe("BuildInput", func() {
 			"framework":     "batch/job",
 			"queueName":     "lq",
 			"priorityClass": "high",
-			"podSets": []any{map[string]any{"name": "main", "count": 5.0,
+			"podSets": []any{map[string]any{"name": "main", "count": 5.0, "minCount": nil,
 				"requests": map[string]any{"cpu": 0.5, "memory": 1536.0 * 1024 * 1024, gpu: 2.0}}},
-			"totalRequests": map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
-			"topLevel":      true,
-			"grows":         false,
+			"totalRequests":   map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
+			"admissionUnit":   "workload",
+			"unitRequests":    map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
+			"minUnitRequests": map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
+			"topLevel":        true,
+			"grows":           false,
 		}))
 		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))
+	})
+
+	It("charges what Kueue charges: the namespace's LimitRange defaults and Kueue's resources configuration", func() {
+		bare := fixtures.Job("ml", "bare").Queue("lq").Set([]any{map[string]any{"name": "main", "image": "busybox"}},
+			"spec", "template", "spec", "containers").Obj()
+		kueueCfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "kueue-manager-config"},
+			Data: map[string]string{"controller_manager_config.yaml": "resources:\n  excludeResourcePrefixes: [memory]\n"}}
+		v := snapshot(namespace("ml", nil, nil), localQueue("ml", "lq", "cq"), kueueCfg,
+			&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "defaults"},
+				Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+					DefaultRequest: corev1.ResourceList{"cpu": resource.MustParse("250m"), "memory": resource.MustParse("1Gi")}}}}})
+		in := inputJSON(createRequest(bare), v)
+		Expect(path(in, "workload", "totalRequests")).To(Equal(map[string]any{"cpu": 0.25}),
+			"the LimitRange's default request, and memory excluded as Kueue's Configuration says")
 	})
 
 	It("says whether the requester is a trusted controller, from the pipeline's decision", func() {

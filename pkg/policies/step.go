@@ -65,7 +65,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 		return nil
 	}
 	var res *Result
-	facts, err := summarizeRequest(ctx, req)
+	facts, err := summarizeRequest(ctx, req, view)
 	switch {
 	case err != nil:
 		res = s.engine.inputFailure(err)
