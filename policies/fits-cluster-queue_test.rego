@@ -11,10 +11,16 @@ quota(flavor, resource, nominal, borrowing, used) := {
 
 cq(cohort, quotas) := {"name": "cq", "cohort": cohort, "stopPolicy": "None", "quotas": quotas}
 
-workload(pods, gpus_per_pod) := {
-	"podSets": [{"name": "main", "count": pods, "requests": {gpu: gpus_per_pod, "cpu": 1}}],
-	"totalRequests": {gpu: pods * gpus_per_pod, "cpu": pods},
+# whole is a workload admitted whole: one unit, at full size.
+whole(pod_sets, total) := {
+	"podSets": [object.union(ps, {"minCount": null}) | some ps in pod_sets],
+	"totalRequests": total, "admissionUnit": "workload", "unitRequests": total, "minUnitRequests": total,
 }
+
+workload(pods, gpus_per_pod) := whole(
+	[{"name": "main", "count": pods, "requests": {gpu: gpus_per_pod, "cpu": 1}}],
+	{gpu: pods * gpus_per_pod, "cpu": pods},
+)
 
 inp(queue, wl) := {
 	"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "Job"}},
@@ -62,13 +68,13 @@ test_a_pod_set_must_fit_one_flavor if {
 
 test_memory_is_rendered_in_gi if {
 	queue := cq(null, [quota("default", "memory", 68719476736, null, 0)])
-	wl := {"podSets": [{"name": "main", "count": 1, "requests": {"memory": 137438953472}}], "totalRequests": {"memory": 137438953472}}
+	wl := whole([{"name": "main", "count": 1, "requests": {"memory": 137438953472}}], {"memory": 137438953472})
 	policy.deny == {`requests 128Gi memory but ClusterQueue "cq" can provide at most 64Gi (nominal 64Gi; no cohort to borrow from)`} with input as inp(queue, wl)
 }
 
 test_fractional_cpu if {
 	queue := cq(null, [quota("default", "cpu", 0.5, null, 0)])
-	wl := {"podSets": [{"name": "main", "count": 3, "requests": {"cpu": 0.25}}], "totalRequests": {"cpu": 0.75}}
+	wl := whole([{"name": "main", "count": 3, "requests": {"cpu": 0.25}}], {"cpu": 0.75})
 	policy.deny == {`requests 0.75 cpu but ClusterQueue "cq" can provide at most 0.5 (nominal 0.5; no cohort to borrow from)`} with input as inp(queue, wl)
 }
 
@@ -91,4 +97,22 @@ test_stopped_queue_is_left_to_the_builtin_checks if {
 test_no_cluster_queue_no_opinion if {
 	count(policy.deny) == 0 with input as inp(null, workload(100, 8))
 	count(policy.warn) == 0 with input as inp(null, workload(100, 8))
+}
+
+# Partial admission: 8 pods of 2 GPUs never fit 8 GPUs whole, but Kueue may
+# admit them at their minimum of 2 pods.
+test_partially_admissible_job_is_judged_at_its_minimum if {
+	wl := object.union(workload(8, 2), {
+		"podSets": [{"name": "main", "count": 8, "minCount": 2, "requests": {gpu: 2, "cpu": 1}}],
+		"minUnitRequests": {gpu: 4, "cpu": 2},
+	})
+	count(policy.deny) == 0 with input as inp(gpu_queue(0), wl)
+	too_big := object.union(wl, {"podSets": [{"name": "main", "count": 8, "minCount": 5, "requests": {gpu: 2, "cpu": 1}}], "minUnitRequests": {gpu: 10, "cpu": 5}})
+	policy.deny == {`requests 16 nvidia.com/gpu (at least 10 at the fewest pods Kueue may admit it with) but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`} with input as inp(gpu_queue(0), too_big)
+}
+
+# Kueue admits a Deployment pod by pod: 20 pods of 1 GPU each fit one at a time.
+test_a_deployment_is_judged_per_pod if {
+	wl := object.union(workload(20, 1), {"admissionUnit": "pod", "unitRequests": {gpu: 1, "cpu": 1}, "minUnitRequests": {gpu: 1, "cpu": 1}})
+	count(policy.deny) == 0 with input as inp(gpu_queue(0), wl)
 }

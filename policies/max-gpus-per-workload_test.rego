@@ -7,7 +7,7 @@ config := {"gpu_resources": ["nvidia.com/gpu", "amd.com/gpu"], "max_gpus": {"def
 request(ns, labels, total) := {
 	"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "namespace": ns},
 	"namespace": {"name": ns, "labels": labels, "annotations": {}},
-	"workload": {"totalRequests": total, "podSets": []},
+	"workload": {"totalRequests": total, "unitRequests": total, "minUnitRequests": total, "admissionUnit": "workload", "podSets": []},
 	"object": {},
 }
 
@@ -15,6 +15,21 @@ test_default_limit_denies_above if {
 	msgs := policy.deny with input as request("ml", {}, {"nvidia.com/gpu": 10, "cpu": 4})
 		with data.kueue_guard.config as config
 	msgs == {`requests 10 GPUs (nvidia.com/gpu) but namespace "ml" allows at most 8 per workload`}
+}
+
+# Kueue admits a Deployment pod by pod: 10 pods of 1 GPU are ten 1-GPU workloads.
+test_a_deployment_is_judged_per_pod if {
+	inp := object.union(request("ml", {}, {"nvidia.com/gpu": 10}), {"workload": {"admissionUnit": "pod", "unitRequests": {"nvidia.com/gpu": 1}}})
+	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
+	big := object.union(inp, {"workload": {"unitRequests": {"nvidia.com/gpu": 9}}})
+	policy.deny == {`each pod requests 9 GPUs (nvidia.com/gpu) but namespace "ml" allows at most 8 per workload`} with input as big
+		with data.kueue_guard.config as config
+}
+
+# A partially admissible job may still be admitted whole: its full size is capped.
+test_partial_admission_is_capped_at_full_size if {
+	inp := object.union(request("ml", {}, {"nvidia.com/gpu": 16}), {"workload": {"minUnitRequests": {"nvidia.com/gpu": 4}}})
+	count(policy.deny) == 1 with input as inp with data.kueue_guard.config as config
 }
 
 test_default_limit_allows_at_limit if {

@@ -264,26 +264,26 @@ var _ = Describe("a namespace user with edit rights", func() {
 			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
 		})
 
-		It("denies kubectl scale of a Deployment queued by its pod template past the GPU cap", func() {
+		It("denies kubectl scale of a StatefulSet queued only by its pod template", func() {
 			// The queue label only in the pod template: Kueue queues the pods by
-			// it, so the scale is judged although the Deployment has no label.
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
-				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "scaled"}},
+			// it, so the scale is judged although the StatefulSet has no label.
+			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("sts")},
+				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "tmpl"}},
 					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-						"app": "scaled", integrations.QueueNameLabel: heldLQ}},
-						Spec: corev1.PodSpec{Containers: podSpec(4).Containers}}}}
-			Expect(alice.Create(ctx, d)).To(Succeed())
+						"app": "tmpl", integrations.QueueNameLabel: heldLQ}},
+						Spec: corev1.PodSpec{Containers: podSpec(1).Containers}}}}
+			Expect(alice.Create(ctx, sts)).To(Succeed())
 			Eventually(func(g Gomega) {
 				scale := &autoscalingScale{}
-				g.Expect(alice.SubResource("scale").Get(ctx, d, scale.obj())).To(Succeed())
-				scale.setReplicas(2)
-				err := alice.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale.obj()))
+				g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
+				scale.setReplicas(5)
+				err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
 				g.Expect(err).To(HaveOccurred())
-				g.Expect(err.Error()).To(ContainSubstring("kueue_guard.max_gpus_per_workload"))
+				g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
 			}).Should(Succeed())
-			get(d)
-			Expect(*d.Spec.Replicas).To(BeEquivalentTo(1))
+			get(sts)
+			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
 		})
 	})
 

@@ -1,8 +1,9 @@
 # METADATA
 # title: Workload fits its ClusterQueue
 # description: >-
-#   Denies a new workload, or an update that grows one, that can never be admitted by its ClusterQueue: its total
-#   request of a resource exceeds what every flavor of the queue together could
+#   Denies a new workload, or an update that grows one, that can never be admitted by its ClusterQueue: even at
+#   the fewest pods Kueue may admit it with (partial admission's minCount; one pod of a Deployment, one group of
+#   a LeaderWorkerSet), its request of a resource exceeds what every flavor of the queue together could
 #   provide with full borrowing (nominal quota + borrowing limit per flavor), or one
 #   pod set needs more than the largest flavor. When a flavor may borrow without a
 #   limit from a cohort, nothing can be proven and nothing is denied. Warns when the
@@ -73,7 +74,26 @@ available[r] := sum([free(q) | some q in flavors[r]]) if capacities[r]
 
 too_big contains r if {
 	some r, cap in max_total
-	input.workload.totalRequests[r] > cap
+	input.workload.minUnitRequests[r] > cap
+}
+
+# at_least says, when Kueue may admit less than the whole workload, what the
+# least it would admit needs.
+at_least(r) := "" if {
+	input.workload.minUnitRequests[r] == input.workload.totalRequests[r]
+} else := sprintf(" (at least %s at the fewest pods Kueue may admit it with)", [lib.amount(r, input.workload.minUnitRequests[r])])
+
+# unit_pods(ps) are the pods of a pod set in the least Kueue admits at once.
+unit_pods(ps) := 1 if input.workload.admissionUnit == "pod"
+
+unit_pods(ps) := ps.minCount if {
+	input.workload.admissionUnit == "workload"
+	ps.minCount != null
+}
+
+unit_pods(ps) := ps.count if {
+	input.workload.admissionUnit == "workload"
+	ps.minCount == null
 }
 
 explain(r) := sprintf("(nominal %s + borrowing limit %s)", [lib.amount(r, q.nominal), lib.amount(r, q.borrowingLimit)]) if {
@@ -88,8 +108,8 @@ deny contains msg if {
 	some r in too_big
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
-		"requests %s %s but ClusterQueue %q can provide at most %s %s",
-		[lib.amount(r, total), r, cq.name, lib.amount(r, max_total[r]), explain(r)],
+		"requests %s %s%s but ClusterQueue %q can provide at most %s %s",
+		[lib.amount(r, total), r, at_least(r), cq.name, lib.amount(r, max_total[r]), explain(r)],
 	)
 }
 
@@ -101,7 +121,7 @@ deny contains msg if {
 	not r in too_big
 	largest := max(caps)
 	some ps in input.workload.podSets
-	need := ps.count * object.get(ps.requests, r, 0)
+	need := unit_pods(ps) * object.get(ps.requests, r, 0)
 	need > largest
 	msg := sprintf(
 		"pod set %q requests %s %s but no flavor of ClusterQueue %q provides more than %s",
@@ -113,10 +133,10 @@ warn contains msg if {
 	lib.judged
 	some r, free_now in available
 	not r in too_big
-	input.workload.totalRequests[r] > free_now
+	input.workload.minUnitRequests[r] > free_now
 	msg := sprintf(
 		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
-		[lib.amount(r, input.workload.totalRequests[r]), r, cq.name, lib.amount(r, free_now)],
+		[lib.amount(r, input.workload.minUnitRequests[r]), r, cq.name, lib.amount(r, free_now)],
 	)
 }
 

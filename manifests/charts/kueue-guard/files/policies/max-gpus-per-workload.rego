@@ -1,8 +1,9 @@
 # METADATA
 # title: Maximum GPUs per workload
 # description: >-
-#   Denies a new workload (or an update that grows one) that requests more GPUs in total (every pod of every pod
-#   set) than its namespace allows in one workload. The limit is the namespace label
+#   Denies a new workload (or an update that grows one) whose admission unit requests more GPUs in total than its
+#   namespace allows in one workload: the whole workload at full size (every pod of every pod set), one pod of a
+#   Deployment (Kueue admits it pod by pod), one group of a LeaderWorkerSet. The limit is the namespace label
 #   kueue-guard.io/max-gpus, else data.kueue_guard.config.max_gpus.namespaces[namespace],
 #   else data.kueue_guard.config.max_gpus.default; without any of them there is no
 #   limit. GPU resources are data.kueue_guard.config.gpu_resources.
@@ -16,11 +17,19 @@ import data.kueue_guard.lib
 
 max_gpus_label := "kueue-guard.io/max-gpus"
 
-# requested is the workload's total over every GPU resource.
-requested := sum([n | some r in lib.gpu_resources; n := object.get(input.workload.totalRequests, r, 0)])
+# requested is one admission unit's total over every GPU resource, at full size:
+# Kueue may admit a partially admissible job whole when quota allows.
+requested := sum([n | some r in lib.gpu_resources; n := object.get(input.workload.unitRequests, r, 0)])
 
 # kinds are the GPU resources the workload requests, for the message.
-kinds := concat(", ", [r | some r in lib.gpu_resources; object.get(input.workload.totalRequests, r, 0) > 0])
+kinds := concat(", ", [r | some r in lib.gpu_resources; object.get(input.workload.unitRequests, r, 0) > 0])
+
+# what names the unit in messages.
+what := "requests" if input.workload.admissionUnit == "workload"
+
+what := "each pod requests" if input.workload.admissionUnit == "pod"
+
+what := "each group requests" if input.workload.admissionUnit == "group"
 
 label_value := input.namespace.labels[max_gpus_label]
 
@@ -40,8 +49,8 @@ deny contains msg if {
 	lib.judged
 	requested > limit
 	msg := sprintf(
-		"requests %v GPUs (%s) but namespace %q allows at most %v per workload",
-		[requested, kinds, input.namespace.name, limit],
+		"%s %v GPUs (%s) but namespace %q allows at most %v per workload",
+		[what, requested, kinds, input.namespace.name, limit],
 	)
 }
 
