@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
+	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 )
 
 // webhookOrderMetric is the number of Kueue mutating webhook configurations the
@@ -32,7 +33,8 @@ type webhookOrder struct {
 func newWebhookOrder(c cache.Cache, ours string, reg prometheus.Registerer, logger logr.Logger) (*webhookOrder, error) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: webhookOrderMetric,
 		Help: "Kueue mutating webhook configurations the API server calls before kueue-guard's (0 is right)."})
-	if err := reg.Register(g); err != nil {
+	g, err := kgmetrics.Register(reg, g)
+	if err != nil {
 		return nil, err
 	}
 	return &webhookOrder{cache: c, ours: ours, gauge: g, logger: logger}, nil
