@@ -50,7 +50,7 @@ var _ = Describe("the mutating webhook order", func() {
 					Namespace: "aks-kueue", Name: "aks-kueue-webhook-service", Path: ptr.To("/mutate-batch-v1-job")}},
 				Rules: []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
 			}},
 		}
 	}
