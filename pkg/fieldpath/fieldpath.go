@@ -13,39 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Parse reads a rendered field path: field.Path's own form
-// (`spec.template.spec.containers[0].resources`, `metadata.labels[kueue.x-k8s.io/queue-name]`)
-// and, for paths written by hand or by older policies, a quoted key
-// (`metadata.labels["kueue.x-k8s.io/queue-name"]`). A bracketed run of digits is
-// an index, anything else in brackets a key. It is lenient: what follows a part it
-// cannot read is dropped. The empty string is nil.
-func Parse(s string) *field.Path {
-	var p *field.Path
-	add := func(name string) {
-		if p == nil {
-			p = field.NewPath(name)
-		} else {
-			p = p.Child(name)
-		}
-	}
-	sub := func(key string, quoted bool) {
-		if p == nil {
-			p = field.NewPath("")
-		}
-		if n, err := strconv.Atoi(key); err == nil && !quoted && n >= 0 {
-			p = p.Index(n)
-		} else {
-			p = p.Key(key)
-		}
-	}
+// segment is one part of a rendered path: a name (after a dot or at the start)
+// or a bracketed key or index.
+type segment struct {
+	text            string
+	bracket, quoted bool
+}
+
+// split reads a rendered path into segments. With quotes, a bracket that starts
+// with '"' holds a Go-quoted key. It stops at the first part it cannot read.
+func split(s string, quotes bool) []segment {
+	var segs []segment
 	i := 0
 	for i < len(s) {
 		switch s[i] {
 		case '.':
 			i++
 		case '[':
-			end := -1
-			if i+1 < len(s) && s[i+1] == '"' {
+			if quotes && i+1 < len(s) && s[i+1] == '"' {
 				// A quoted key: find the closing quote, honouring escapes.
 				j := i + 2
 				for j < len(s) && s[j] != '"' {
@@ -54,27 +39,58 @@ func Parse(s string) *field.Path {
 					}
 					j++
 				}
+				key, err := "", error(nil)
 				if j+1 < len(s) && s[j+1] == ']' {
-					if key, err := strconv.Unquote(s[i+1 : j+1]); err == nil {
-						sub(key, true)
-						end = j + 2
-					}
+					key, err = strconv.Unquote(s[i+1 : j+1])
 				}
-			} else if k := strings.IndexByte(s[i:], ']'); k > 0 {
-				sub(s[i+1:i+k], false)
-				end = i + k + 1
+				if j+1 >= len(s) || s[j+1] != ']' || err != nil {
+					return segs
+				}
+				segs = append(segs, segment{text: key, bracket: true, quoted: true})
+				i = j + 2
+				continue
 			}
-			if end < 0 {
-				return p
+			k := strings.IndexByte(s[i:], ']')
+			if k <= 0 {
+				return segs
 			}
-			i = end
+			segs = append(segs, segment{text: s[i+1 : i+k], bracket: true})
+			i += k + 1
 		default:
 			j := i
 			for j < len(s) && s[j] != '.' && s[j] != '[' {
 				j++
 			}
-			add(s[i:j])
+			segs = append(segs, segment{text: s[i:j]})
 			i = j
+		}
+	}
+	return segs
+}
+
+// Parse reads a rendered field path: field.Path's own form
+// (`spec.template.spec.containers[0].resources`, `metadata.labels[kueue.x-k8s.io/queue-name]`)
+// and, for paths written by hand or by older policies, a quoted key
+// (`metadata.labels["kueue.x-k8s.io/queue-name"]`). A bracketed run of digits is
+// an index, anything else in brackets a key. It is lenient: what follows a part it
+// cannot read is dropped. The empty string is nil.
+func Parse(s string) *field.Path {
+	var p *field.Path
+	for _, seg := range split(s, true) {
+		switch {
+		case !seg.bracket && p == nil:
+			p = field.NewPath(seg.text)
+		case !seg.bracket:
+			p = p.Child(seg.text)
+		default:
+			if p == nil {
+				p = field.NewPath("")
+			}
+			if n, err := strconv.Atoi(seg.text); err == nil && !seg.quoted && n >= 0 {
+				p = p.Index(n)
+			} else {
+				p = p.Key(seg.text)
+			}
 		}
 	}
 	return p
@@ -86,30 +102,11 @@ func Segments(p *field.Path) []string {
 	if p == nil {
 		return nil
 	}
-	var segs []string
-	s := p.String()
-	i := 0
-	for i < len(s) {
-		switch s[i] {
-		case '.':
-			i++
-		case '[':
-			k := strings.IndexByte(s[i:], ']')
-			if k < 0 {
-				return segs
-			}
-			segs = append(segs, s[i+1:i+k])
-			i += k + 1
-		default:
-			j := i
-			for j < len(s) && s[j] != '.' && s[j] != '[' {
-				j++
-			}
-			segs = append(segs, s[i:j])
-			i = j
-		}
+	var out []string
+	for _, seg := range split(p.String(), false) {
+		out = append(out, seg.text)
 	}
-	return segs
+	return out
 }
 
 // String renders a path, or "" for none.

@@ -243,48 +243,41 @@ var _ = Describe("a namespace user with edit rights", func() {
 			Expect(alice.Patch(ctx, j, patch)).NotTo(Succeed())
 		})
 
-		It("denies kubectl scale of a queued StatefulSet between two sizes", func() {
-			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("sts"),
-				Labels: map[string]string{integrations.QueueNameLabel: heldLQ}},
+		// statefulSet is a 2-replica StatefulSet queued in the held queue by its
+		// own label, or only by its pod template's.
+		statefulSet := func(byTemplate bool) *appsv1.StatefulSet {
+			own, tmpl := map[string]string{integrations.QueueNameLabel: heldLQ}, map[string]string{"app": "sts"}
+			if byTemplate {
+				own, tmpl = nil, map[string]string{"app": "sts", integrations.QueueNameLabel: heldLQ}
+			}
+			return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("sts"), Labels: own},
 				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
 					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sts"}},
-					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "sts"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: tmpl},
 						Spec: corev1.PodSpec{Containers: podSpec(1).Containers}}}}
-			Expect(alice.Create(ctx, sts)).To(Succeed())
-			// The server judges a scale from its cache of queued StatefulSets.
-			Eventually(func(g Gomega) {
-				scale := &autoscalingScale{}
-				g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
-				scale.setReplicas(5)
-				err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
-				g.Expect(err).To(HaveOccurred())
-				g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
-			}).Should(Succeed())
-			get(sts)
-			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
-		})
+		}
 
-		It("denies kubectl scale of a StatefulSet queued only by its pod template", func() {
-			// The queue label only in the pod template: Kueue queues the pods by
-			// it, so the scale is judged although the StatefulSet has no label.
-			sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("sts")},
-				Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2),
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "tmpl"}},
-					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
-						"app": "tmpl", integrations.QueueNameLabel: heldLQ}},
-						Spec: corev1.PodSpec{Containers: podSpec(1).Containers}}}}
-			Expect(alice.Create(ctx, sts)).To(Succeed())
-			Eventually(func(g Gomega) {
-				scale := &autoscalingScale{}
-				g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
-				scale.setReplicas(5)
-				err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
-				g.Expect(err).To(HaveOccurred())
-				g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
-			}).Should(Succeed())
-			get(sts)
-			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
-		})
+		DescribeTable("deny kubectl scale of a queued StatefulSet between two sizes",
+			func(byTemplate bool) {
+				sts := statefulSet(byTemplate)
+				Expect(alice.Create(ctx, sts)).To(Succeed())
+				// The server judges a scale from its cache of queued workloads.
+				Eventually(func(g Gomega) {
+					scale := &autoscalingScale{}
+					g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
+					scale.setReplicas(5)
+					err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
+					g.Expect(err).To(HaveOccurred())
+					g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
+				}).Should(Succeed())
+				get(sts)
+				Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
+			},
+			Entry("queued by its own label", false),
+			// Kueue queues the pods by the template's label, so the scale is
+			// judged although the StatefulSet itself has none.
+			Entry("queued only by its pod template", true),
+		)
 	})
 
 	Describe("cannot put a second queue where Kueue reads labels", func() {
