@@ -176,7 +176,13 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 		p.PriorityClass = pp
 	}
 
-	sum, sumErr := workload.Summarize(ctx, obj)
+	// As the policies see it: adjusted by the namespace's LimitRanges and
+	// RuntimeClasses and Kueue's resources configuration.
+	opts := workload.Options{Resources: r.state.Snapshot}
+	if cfg, ok := r.state.Snapshot.KueueConfig(); ok {
+		opts.Kueue = cfg.Resources
+	}
+	sum, sumErr := workload.SummarizeWith(ctx, obj, opts)
 	if sumErr == nil {
 		p.TotalRequests = quantities(sum.TotalRequests)
 	}

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -99,6 +100,8 @@ func stateKey(kind, namespace, name string) string { return kind + "/" + namespa
 var stateKinds = map[schema.GroupKind]bool{
 	{Group: "", Kind: "Namespace"}:                     true,
 	{Group: "", Kind: "ConfigMap"}:                     true,
+	{Group: "", Kind: "LimitRange"}:                    true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:       true,
 	{Group: "apps", Kind: "Deployment"}:                true,
 	{Group: kueueGroup, Kind: "LocalQueue"}:            true,
 	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
@@ -113,6 +116,7 @@ var stateKinds = map[schema.GroupKind]bool{
 // it would join, not against itself.
 var manifestStateKinds = map[schema.GroupKind]bool{
 	{Group: "", Kind: "Namespace"}:                     true,
+	{Group: "", Kind: "LimitRange"}:                    true,
 	{Group: kueueGroup, Kind: "LocalQueue"}:            true,
 	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
 	{Group: kueueGroup, Kind: "ResourceFlavor"}:        true,
@@ -148,11 +152,27 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 			}
 			return note, s.Snapshot.Add(ns)
 		}
+		if gvk.Kind == "LimitRange" {
+			lr := &corev1.LimitRange{}
+			if note, err = convert(obj, lr); err != nil {
+				return "", err
+			}
+			return note, s.Snapshot.Add(lr)
+		}
 		cm := &corev1.ConfigMap{}
 		if note, err = convert(obj, cm); err != nil {
 			return "", err
 		}
 		return note, s.Snapshot.Add(cm)
+	case "node.k8s.io":
+		if gvk.Version != "v1" {
+			return "", fmt.Errorf("unsupported version %s of %s", gvk.GroupVersion(), gvk.Kind)
+		}
+		rc := &nodev1.RuntimeClass{}
+		if note, err = convert(obj, rc); err != nil {
+			return "", err
+		}
+		return note, s.Snapshot.Add(rc)
 	case "apps":
 		if gvk.Version != "v1" {
 			return "", fmt.Errorf("unsupported version %s of %s", gvk.GroupVersion(), gvk.Kind)
@@ -312,6 +332,26 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	}
 	for i := range cmList.Items {
 		if err := s.Snapshot.Add(&cmList.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	// LimitRanges and RuntimeClasses: Kueue adjusts requests by them before it
+	// charges quota.
+	var lrList corev1.LimitRangeList
+	if err := c.List(ctx, &lrList); err != nil {
+		return nil, fmt.Errorf("listing LimitRanges: %w", err)
+	}
+	for i := range lrList.Items {
+		if err := s.Snapshot.Add(&lrList.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	var rcList nodev1.RuntimeClassList
+	if err := c.List(ctx, &rcList); err != nil {
+		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
+	}
+	for i := range rcList.Items {
+		if err := s.Snapshot.Add(&rcList.Items[i]); err != nil {
 			return nil, err
 		}
 	}

@@ -48,4 +48,26 @@ metadata: {name: old, namespace: team}
 		Expect(string(lq.Spec.ClusterQueue)).To(Equal("cq"))
 		Expect(s.Known()).To(BeTrue())
 	})
+
+	It("holds LimitRanges and RuntimeClasses, which Kueue adjusts requests by", func() {
+		p := filepath.Join(GinkgoT().TempDir(), "state.yaml")
+		Expect(os.WriteFile(p, []byte(`apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: team}
+spec:
+  limits: [{type: Container, defaultRequest: {cpu: 250m}}]
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {memory: 128Mi}}
+`), 0o644)).To(Succeed())
+		s, es := review.LoadStateFile(p, config.DefaultKueueNamespace)
+		Expect(es).To(BeEmpty())
+		Expect(s.Snapshot.LimitRanges("team")).To(HaveLen(1))
+		rc, ok := s.Snapshot.RuntimeClass("kata")
+		Expect(ok).To(BeTrue())
+		Expect(rc.Overhead.PodFixed.Memory().String()).To(Equal("128Mi"))
+	})
 })
