@@ -4,9 +4,9 @@
 #   Denies a new workload, or an update that grows one, that can never be admitted by its ClusterQueue: even at
 #   the fewest pods Kueue may admit it with (partial admission's minCount; one pod of a Deployment, one group of
 #   a LeaderWorkerSet), its request of a resource exceeds what every flavor of the queue together could
-#   provide with full borrowing (nominal quota + borrowing limit per flavor), or one
-#   pod set needs more than the largest flavor. When a flavor may borrow without a
-#   limit from a cohort, nothing can be proven and nothing is denied. Warns when the
+#   provide with full borrowing (input.clusterQueue.capacity: each flavor's quota plus what its cohort tree may
+#   lend it, within borrowing and lending limits, as Kueue's scheduler computes it), or one
+#   pod set needs more than the largest flavor. Warns when the
 #   workload needs more than is free now, or requests a resource the queue has no
 #   quota for. (A stopped queue is reported by kueue-guard's built-in queue checks.)
 # schemas:
@@ -40,35 +40,25 @@ flavors[r] := [q | some q in cq.quotas; q.resource == r] if {
 	some r in requested
 }
 
-# A flavor borrows without a limit when it has no borrowing limit in a cohort.
-unbounded(q) if {
-	q.borrowingLimit == null
-	cohort != null
+# capacity[r][flavor] is the most a flavor can ever give this queue of r, over
+# its cohort tree: computed by kueue-guard with Kueue's own scheduler code
+# (input.clusterQueue.capacity), the same numbers --explain shows.
+capacity[r][c.flavor] := c.max if {
+	some c in cq.capacity
+	r := c.resource
+	r in requested
 }
 
-# capacity(q) is the most a flavor can ever give this queue.
-capacity(q) := q.nominal + q.borrowingLimit if {
-	cohort != null
-	q.borrowingLimit != null
-}
-
-capacity(q) := q.nominal if cohort == null
-
-# capacities[r] are the flavors' capacities of r, when every one is bounded.
-capacities[r] := [capacity(q) | some q in qs] if {
-	some r, qs in flavors
-	count(qs) > 0
-	every q in qs {
-		not unbounded(q)
-	}
-}
+# capacities[r] are the flavors' capacities of r.
+capacities[r] := [m | some m in caps] if some r, caps in capacity
 
 # max_total[r] is the most the queue can ever give of r.
 max_total[r] := sum(caps) if some r, caps in capacities
 
 # free(q) is what a flavor can give now: its capacity minus the quota in use or
-# reserved by workloads.
-free(q) := max([0, capacity(q) - max([q.used, q.reserved])])
+# reserved by its own workloads (other queues' use of the cohort is not known
+# here, so this only warns).
+free(q) := max([0, capacity[q.resource][q.flavor] - max([q.used, q.reserved])])
 
 available[r] := sum([free(q) | some q in flavors[r]]) if capacities[r]
 
@@ -96,7 +86,7 @@ unit_pods(ps) := ps.count if {
 	ps.minCount == null
 }
 
-explain(r) := sprintf("(nominal %s + borrowing limit %s)", [lib.amount(r, q.nominal), lib.amount(r, q.borrowingLimit)]) if {
+explain(r) := sprintf("(nominal %s, and what cohort %q can lend it)", [lib.amount(r, q.nominal), cohort]) if {
 	[q] := flavors[r]
 	cohort != null
 } else := sprintf("(nominal %s; no cohort to borrow from)", [lib.amount(r, q.nominal)]) if {

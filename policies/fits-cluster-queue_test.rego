@@ -9,7 +9,25 @@ quota(flavor, resource, nominal, borrowing, used) := {
 	"borrowingLimit": borrowing, "lendingLimit": null, "used": used, "reserved": used,
 }
 
-cq(cohort, quotas) := {"name": "cq", "cohort": cohort, "stopPolicy": "None", "quotas": quotas}
+# cq's capacity is what Kueue's scheduler would compute for a queue whose
+# cohort has enough to lend: nominal plus borrowing limit, or plus 1000 when it
+# may borrow without a limit.
+cq(cohort, quotas) := {
+	"name": "cq", "cohort": cohort, "stopPolicy": "None", "quotas": quotas,
+	"capacity": [{"flavor": q.flavor, "resource": q.resource, "max": cap(cohort, q)} | some q in quotas],
+}
+
+cap(null, q) := q.nominal
+
+cap(cohort, q) := q.nominal + q.borrowingLimit if {
+	cohort != null
+	q.borrowingLimit != null
+}
+
+cap(cohort, q) := q.nominal + 1000 if {
+	cohort != null
+	q.borrowingLimit == null
+}
 
 # whole is a workload admitted whole: one unit, at full size.
 whole(pod_sets, total) := {
@@ -32,7 +50,7 @@ inp(queue, wl) := {
 gpu_queue(used) := cq("research", [quota("a100", gpu, 4, 4, used), quota("default", "cpu", 64, null, 0)])
 
 test_never_fits_is_denied if {
-	policy.deny == {`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`} with input as inp(gpu_queue(0), workload(5, 2))
+	policy.deny == {`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4, and what cohort "research" can lend it)`} with input as inp(gpu_queue(0), workload(5, 2))
 }
 
 test_fits_with_borrowing if {
@@ -45,7 +63,8 @@ test_warns_when_not_enough_is_free_now if {
 	policy.warn == {`requests 8 nvidia.com/gpu but ClusterQueue "cq" has 6 free now: it may wait for quota`} with input as inp(gpu_queue(2), workload(4, 2))
 }
 
-test_unbounded_borrowing_proves_nothing if {
+# Borrowing without a limit is bounded by what the cohort tree has.
+test_borrowing_without_a_limit_is_bounded_by_the_cohort if {
 	queue := cq("research", [quota("a100", gpu, 4, null, 0), quota("default", "cpu", 64, null, 0)])
 	count(policy.deny) == 0 with input as inp(queue, workload(50, 2))
 	count(policy.warn) == 0 with input as inp(queue, workload(50, 2))
@@ -108,7 +127,7 @@ test_partially_admissible_job_is_judged_at_its_minimum if {
 	})
 	count(policy.deny) == 0 with input as inp(gpu_queue(0), wl)
 	too_big := object.union(wl, {"podSets": [{"name": "main", "count": 8, "minCount": 5, "requests": {gpu: 2, "cpu": 1}}], "minUnitRequests": {gpu: 10, "cpu": 5}})
-	policy.deny == {`requests 16 nvidia.com/gpu (at least 10 at the fewest pods Kueue may admit it with) but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`} with input as inp(gpu_queue(0), too_big)
+	policy.deny == {`requests 16 nvidia.com/gpu (at least 10 at the fewest pods Kueue may admit it with) but ClusterQueue "cq" can provide at most 8 (nominal 4, and what cohort "research" can lend it)`} with input as inp(gpu_queue(0), too_big)
 }
 
 # Kueue admits a Deployment pod by pod: 20 pods of 1 GPU each fit one at a time.

@@ -39,7 +39,7 @@ func newDeployment() *unstructured.Unstructured {
 // Kueue's namespace.
 func CachedTypes() []client.Object {
 	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment(),
-		&corev1.LimitRange{}, &nodev1.RuntimeClass{},
+		&corev1.LimitRange{}, &nodev1.RuntimeClass{}, &kueue.ResourceFlavor{}, &kueue.Cohort{},
 		// Not read by the pipeline: the server's webhook order check watches them.
 		&admissionregistrationv1.MutatingWebhookConfiguration{}}
 	for _, in := range integrations.ScaleJudged() {
@@ -173,6 +173,17 @@ type InformerView struct {
 	// view started; their informers start on the first scale that names them.
 	unservedMu sync.Mutex
 	unserved   map[schema.GroupVersionKind]bool
+	// generation counts changes to ResourceFlavors, Cohorts and ClusterQueues;
+	// capacities are recomputed only when it moved.
+	generation atomic.Int64
+	capacity   atomic.Pointer[computedCapacity]
+}
+
+// computedCapacity is Capacities at one generation.
+type computedCapacity struct {
+	generation int64
+	caps       map[string][]Capacity
+	err        error
 }
 
 // parsedKueueConfig memoises the parse of Kueue's Configuration per version of
@@ -192,6 +203,20 @@ var _ View = (*InformerView)(nil)
 // the CRD is served.
 func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
 	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, unserved: map[schema.GroupVersionKind]bool{}}
+	bump := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { v.generation.Add(1) },
+		UpdateFunc: func(any, any) { v.generation.Add(1) },
+		DeleteFunc: func(any) { v.generation.Add(1) },
+	}
+	for _, obj := range []client.Object{&kueue.ResourceFlavor{}, &kueue.Cohort{}, &kueue.ClusterQueue{}} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(bump); err != nil {
+			return nil, err
+		}
+	}
 	for _, obj := range CachedTypes() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() != deploymentGVK && meta.IsNoMatchError(err) {
@@ -294,6 +319,33 @@ func (v *InformerView) KueueConfig() (*KueueConfig, bool) {
 	cfg, err := ParseKueueConfig(cm.Data[KueueConfigKey], v.kueueNamespace)
 	v.kueueConfig.Store(&parsedKueueConfig{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, cfg: cfg, err: err})
 	return cfg, err == nil
+}
+
+// ClusterQueueCapacity implements View. Capacities are computed once per
+// change of the ResourceFlavors, Cohorts or ClusterQueues, not per request.
+func (v *InformerView) ClusterQueueCapacity(name string) ([]Capacity, bool) {
+	gen := v.generation.Load()
+	c := v.capacity.Load()
+	if c == nil || c.generation != gen {
+		c = &computedCapacity{generation: gen}
+		var rfs kueue.ResourceFlavorList
+		var cohorts kueue.CohortList
+		var cqs kueue.ClusterQueueList
+		ctx := context.Background()
+		if c.err = v.cache.List(ctx, &rfs); c.err == nil {
+			if c.err = v.cache.List(ctx, &cohorts); c.err == nil {
+				if c.err = v.cache.List(ctx, &cqs); c.err == nil {
+					c.caps, c.err = Capacities(ctx, rfs.Items, cohorts.Items, cqs.Items)
+				}
+			}
+		}
+		v.capacity.Store(c)
+	}
+	if c.err != nil {
+		return nil, false
+	}
+	caps, ok := c.caps[name]
+	return caps, ok
 }
 
 // LimitRanges implements View.

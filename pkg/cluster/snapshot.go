@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +20,8 @@ import (
 )
 
 // Snapshot is a View over a fixed set of objects: the offline reviewer's cluster
-// state, and the unit tests' cluster. It is not safe for concurrent Add and reads.
+// state, and the unit tests' cluster. It is not safe for concurrent Add and reads
+// (reads may run concurrently).
 type Snapshot struct {
 	kueueNamespace string
 	namespaces     map[string]*corev1.Namespace
@@ -29,6 +32,11 @@ type Snapshot struct {
 	scaled         map[scaledKey]*unstructured.Unstructured
 	limitRanges    map[types.NamespacedName]*corev1.LimitRange
 	runtimeClasses map[string]*nodev1.RuntimeClass
+	flavors        map[string]*kueue.ResourceFlavor
+	cohorts        map[string]*kueue.Cohort
+	// caps memoises Capacities until the next Add.
+	capsMu sync.Mutex
+	caps   map[string][]Capacity
 }
 
 type scaledKey struct {
@@ -54,6 +62,8 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		scaled:         map[scaledKey]*unstructured.Unstructured{},
 		limitRanges:    map[types.NamespacedName]*corev1.LimitRange{},
 		runtimeClasses: map[string]*nodev1.RuntimeClass{},
+		flavors:        map[string]*kueue.ResourceFlavor{},
+		cohorts:        map[string]*kueue.Cohort{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -71,7 +81,12 @@ func (s *Snapshot) SetKueueNamespace(ns string) { s.kueueNamespace = ns }
 // silently ignored.
 func (s *Snapshot) Add(obj client.Object) error {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	s.caps = nil
 	switch o := obj.(type) {
+	case *kueue.ResourceFlavor:
+		s.flavors[o.Name] = o
+	case *kueue.Cohort:
+		s.cohorts[o.Name] = o
 	case *corev1.Namespace:
 		s.namespaces[o.Name] = o
 	case *kueue.LocalQueue:
@@ -135,6 +150,33 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 func (s *Snapshot) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
 	rc, ok := s.runtimeClasses[name]
 	return rc, ok
+}
+
+// ClusterQueueCapacity implements View.
+func (s *Snapshot) ClusterQueueCapacity(name string) ([]Capacity, bool) {
+	s.capsMu.Lock()
+	defer s.capsMu.Unlock()
+	if s.caps == nil {
+		var rfs []kueue.ResourceFlavor
+		for _, rf := range s.flavors {
+			rfs = append(rfs, *rf)
+		}
+		var cohorts []kueue.Cohort
+		for _, c := range s.cohorts {
+			cohorts = append(cohorts, *c)
+		}
+		var cqs []kueue.ClusterQueue
+		for _, cq := range s.clusterQueues {
+			cqs = append(cqs, *cq)
+		}
+		caps, err := Capacities(context.Background(), rfs, cohorts, cqs)
+		if err != nil {
+			return nil, false
+		}
+		s.caps = caps
+	}
+	caps, ok := s.caps[name]
+	return caps, ok
 }
 
 // Namespace implements View.

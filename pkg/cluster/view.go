@@ -44,6 +44,10 @@ type View interface {
 	// RuntimeClass: Kueue adjusts pod requests by them before it charges quota
 	// (workload.Resources).
 	LimitRanges(namespace string) []corev1.LimitRange
+	// ClusterQueueCapacity is the most a ClusterQueue can ever give, per flavor
+	// and resource, over its cohort tree (see Capacities); known is false when
+	// it cannot be computed.
+	ClusterQueueCapacity(name string) (caps []Capacity, known bool)
 	RuntimeClass(name string) (*nodev1.RuntimeClass, bool)
 }
 

@@ -41,7 +41,8 @@ import (
 //	                   flavorsUsage[{flavor,resource,total}], flavorsReservation}, or null
 //	input.clusterQueue name, cohort (null without one), stopPolicy, active,
 //	                   quotas[{flavor,resource,nominal,borrowingLimit,lendingLimit,
-//	                   used,reserved}], pendingWorkloads, reservingWorkloads,
+//	                   used,reserved}], capacity[{flavor,resource,max}],
+//	                   pendingWorkloads, reservingWorkloads,
 //	                   admittedWorkloads, or null
 //
 // docs/policy-input.md describes every field for policy authors, and
@@ -116,7 +117,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
 			lqTerm = localQueueTerm(lq)
 			if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok {
-				cqTerm = clusterQueueTerm(cq)
+				cqTerm = clusterQueueTerm(cq, view)
 			}
 		}
 	}
@@ -341,7 +342,7 @@ func usageIndex(usage []kueue.FlavorUsage) map[flavorResource]resource.Quantity 
 // workloads) and status.flavorsReservation (reserved: workloads holding quota,
 // admitted or not). Missing usage is 0; an unset borrowing or lending limit is
 // null, which means "unlimited" within the cohort.
-func clusterQueueTerm(cq *kueue.ClusterQueue) *ast.Term {
+func clusterQueueTerm(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
 	used := usageIndex(cq.Status.FlavorsUsage)
 	reserved := usageIndex(cq.Status.FlavorsReservation)
 	var quotas []*ast.Term
@@ -361,6 +362,16 @@ func clusterQueueTerm(cq *kueue.ClusterQueue) *ast.Term {
 			}
 		}
 	}
+	var capacity []*ast.Term
+	if caps, ok := view.ClusterQueueCapacity(cq.Name); ok {
+		for _, c := range caps {
+			capacity = append(capacity, ast.ObjectTerm(
+				item("flavor", str(c.Flavor)),
+				item("resource", str(string(c.Resource))),
+				item("max", quantityTerm(c.Max)),
+			))
+		}
+	}
 	cohort := ast.NullTerm()
 	if cq.Spec.CohortName != "" {
 		cohort = str(string(cq.Spec.CohortName))
@@ -371,6 +382,7 @@ func clusterQueueTerm(cq *kueue.ClusterQueue) *ast.Term {
 		item("stopPolicy", stopPolicyTerm(cq.Spec.StopPolicy)),
 		item("active", activeTerm(cq.Status.Conditions, kueue.ClusterQueueActive)),
 		item("quotas", ast.ArrayTerm(quotas...)),
+		item("capacity", ast.ArrayTerm(capacity...)),
 		item("pendingWorkloads", intTerm(cq.Status.PendingWorkloads)),
 		item("reservingWorkloads", intTerm(cq.Status.ReservingWorkloads)),
 		item("admittedWorkloads", intTerm(cq.Status.AdmittedWorkloads)),

@@ -172,6 +172,14 @@ var _ = Describe("BuildInput", func() {
 		Expect(in["clusterQueue"]).To(Equal(map[string]any{
 			"name": "cq", "cohort": "research", "stopPolicy": "None", "active": true,
 			"pendingWorkloads": 3.0, "reservingWorkloads": 2.0, "admittedWorkloads": 1.0,
+			// Kueue's arithmetic: alone in its cohort, the queue can borrow
+			// nothing beyond its own quota, whatever its borrowing limits.
+			"capacity": []any{
+				map[string]any{"flavor": "a100", "resource": "cpu", "max": 64.0},
+				map[string]any{"flavor": "a100", "resource": "memory", "max": 256.0 * 1024 * 1024 * 1024},
+				map[string]any{"flavor": "a100", "resource": gpu, "max": 4.0},
+				map[string]any{"flavor": "spot", "resource": gpu, "max": 0.0},
+			},
 			"quotas": []any{
 				map[string]any{"flavor": "a100", "resource": gpu, "nominal": 4.0, "borrowingLimit": 4.0, "lendingLimit": nil, "used": 2.0, "reserved": 3.0},
 				map[string]any{"flavor": "a100", "resource": "cpu", "nominal": 64.0, "borrowingLimit": nil, "lendingLimit": 8.0, "used": 0.0, "reserved": 0.0},

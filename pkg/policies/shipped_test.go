@@ -11,7 +11,9 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -48,11 +50,14 @@ func gpuCluster(usedGPUs string) *cluster.Snapshot {
 	return snapshot(
 		namespace("ml", nil, nil),
 		localQueue("ml", "lq", "cq"),
+		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "a100"}},
 		clusterQueue("cq", "research",
 			quota{flavor: "a100", resource: "cpu", nominal: "64", used: "8", reserved: "8"},
 			quota{flavor: "a100", resource: "memory", nominal: "512Gi", used: "32Gi", reserved: "32Gi"},
 			quota{flavor: "a100", resource: gpu, nominal: "4", borrowing: "4", used: usedGPUs, reserved: usedGPUs},
 		),
+		// A sibling in the cohort with GPUs to lend: cq may borrow up to its limit.
+		clusterQueue("lender", "research", quota{flavor: "a100", resource: gpu, nominal: "8"}),
 	)
 }
 
@@ -88,7 +93,7 @@ var _ = Describe("The shipped policies", func() {
 		d := validate(engine, createRequest(gpuJob("too-big", 5, "2")), gpuCluster("0"))
 		Expect(d.Allowed()).To(BeFalse())
 		Expect(messagesOf(d, fitsClusterQueue)).To(ConsistOf(
-			`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`))
+			`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4, and what cohort "research" can lend it)`))
 		Expect(messagesOf(d, maxGPUs)).To(ConsistOf(`requests 10 GPUs (nvidia.com/gpu) but namespace "ml" allows at most 8 per workload`))
 		Expect(d.Warnings).To(BeEmpty())
 	})
@@ -120,7 +125,7 @@ var _ = Describe("The shipped policies", func() {
 		// 2 × 5 = 10: never.
 		d = validate(engine, createRequest(jobSet("5")), gpuCluster("0"))
 		Expect(messagesOf(d, fitsClusterQueue)).To(ConsistOf(
-			`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4 + borrowing limit 4)`))
+			`requests 10 nvidia.com/gpu but ClusterQueue "cq" can provide at most 8 (nominal 4, and what cohort "research" can lend it)`))
 	})
 
 	It("deny a container without requests, pointing at it", func() {

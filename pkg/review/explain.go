@@ -48,8 +48,10 @@ const (
 	VerdictUnknown = "unknown"
 )
 
-// Unbounded is the capacity of a quota that may borrow without limit.
-const Unbounded = "unbounded"
+// CapacityUnknown is the capacity of a flavor of a ClusterQueue Kueue would not
+// admit to as the state stands (a ResourceFlavor is missing, say): nothing is
+// proven, so nothing is said not to fit.
+const CapacityUnknown = "unknown"
 
 // Placement is where a workload would land in Kueue (--explain): namespace →
 // LocalQueue (and why) → ClusterQueue → the flavors whose quota could hold it.
@@ -62,6 +64,10 @@ type Placement struct {
 	PriorityClass *PriorityPlace     `json:"priorityClass,omitempty"`
 	// TotalRequests is what the whole workload requests (Kueue's semantics).
 	TotalRequests map[string]string `json:"totalRequests,omitempty"`
+	// AdmitsAtOnce says, when it is less than the whole workload, what Kueue
+	// admits at once (and so what each flavor below must hold): "one pod",
+	// "one group", or "at least N pods" (partial admission).
+	AdmitsAtOnce string `json:"admitsAtOnce,omitempty"`
 	// Flavors are the ClusterQueue's flavors, per resource group the workload
 	// requests from.
 	Flavors []FlavorFit `json:"flavors"`
@@ -185,6 +191,14 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 	sum, sumErr := workload.SummarizeWith(ctx, obj, opts)
 	if sumErr == nil {
 		p.TotalRequests = quantities(sum.TotalRequests)
+		switch {
+		case sum.AdmissionUnit == workload.UnitPod:
+			p.AdmitsAtOnce = "one pod"
+		case sum.AdmissionUnit == workload.UnitGroup:
+			p.AdmitsAtOnce = "one group"
+		case sum.MinUnitPods < sum.UnitPods:
+			p.AdmitsAtOnce = fmt.Sprintf("at least %d pods", sum.MinUnitPods)
+		}
 	}
 
 	queue := workload.QueueName(obj, in)
@@ -253,13 +267,19 @@ func (r *reviewer) known(kind, ns, name string, found func() bool) string {
 	return KnownUnknown
 }
 
-// fitFlavors compares the workload's total requests with each flavor's quota.
-// It follows the fits-cluster-queue policy's arithmetic: a flavor can give its
-// nominal quota, plus its borrowing limit within a cohort (unbounded without a
-// limit); "pods" counts the workload's pods when the ClusterQueue covers it.
+// fitFlavors compares what Kueue must reserve at least for the workload (one
+// admission unit at its minimum, as the fits-cluster-queue policy judges it)
+// with each flavor's capacity: the same numbers the policy reads
+// (cluster.View.ClusterQueueCapacity, Kueue's own arithmetic over the cohort
+// tree). "pods" counts the workload's pods when the ClusterQueue covers it.
 func (r *reviewer) fitFlavors(p *Placement, cq *kueue.ClusterQueue, sum *workload.Summary) {
+	caps, capsKnown := r.state.Snapshot.ClusterQueueCapacity(cq.Name)
+	capacityOf := map[[2]string]resource.Quantity{}
+	for _, c := range caps {
+		capacityOf[[2]string{c.Flavor, string(c.Resource)}] = c.Max
+	}
 	requested := map[corev1.ResourceName]resource.Quantity{}
-	for name, q := range sum.TotalRequests {
+	for name, q := range sum.MinUnitRequests {
 		if q.Sign() > 0 {
 			requested[name] = q
 		}
@@ -271,17 +291,18 @@ func (r *reviewer) fitFlavors(p *Placement, cq *kueue.ClusterQueue, sum *workloa
 		}
 	}
 	if covered[corev1.ResourcePods] {
-		var pods int64
+		var total int64
 		for _, ps := range sum.PodSets {
-			pods += int64(ps.Count)
+			total += int64(ps.Count)
 		}
-		if pods > 0 {
-			requested[corev1.ResourcePods] = *resource.NewQuantity(pods, resource.DecimalSI)
+		if total > 0 {
 			if p.TotalRequests == nil {
 				p.TotalRequests = map[string]string{}
 			}
-			podsQ := requested[corev1.ResourcePods]
-			p.TotalRequests[string(corev1.ResourcePods)] = podsQ.String()
+			p.TotalRequests[string(corev1.ResourcePods)] = resource.NewQuantity(total, resource.DecimalSI).String()
+		}
+		if sum.MinUnitPods > 0 {
+			requested[corev1.ResourcePods] = *resource.NewQuantity(sum.MinUnitPods, resource.DecimalSI)
 		}
 	}
 	for _, name := range sortedResourceNames(requested) {
@@ -289,7 +310,6 @@ func (r *reviewer) fitFlavors(p *Placement, cq *kueue.ClusterQueue, sum *workloa
 			p.Uncovered = append(p.Uncovered, string(name))
 		}
 	}
-	cohort := cq.Spec.CohortName != ""
 	verdict := VerdictFits
 	var short []string
 	for gi, g := range cq.Spec.ResourceGroups {
@@ -321,15 +341,16 @@ func (r *reviewer) fitFlavors(p *Placement, cq *kueue.ClusterQueue, sum *workloa
 				}
 				if quota != nil {
 					rf.Nominal = quota.NominalQuota.String()
-					capacity := quota.NominalQuota.DeepCopy()
-					switch {
-					case cohort && quota.BorrowingLimit == nil:
-						rf.Capacity = Unbounded
-						unbounded[res] = true
-					case cohort:
+					if quota.BorrowingLimit != nil {
 						rf.BorrowingLimit = quota.BorrowingLimit.String()
-						capacity.Add(*quota.BorrowingLimit)
-						rf.Capacity = capacity.String()
+					}
+					capacity, ok := capacityOf[[2]string{string(f.Name), string(res)}]
+					switch {
+					case !capsKnown || !ok:
+						// Kueue would not admit to this ClusterQueue as the
+						// state stands (a flavor is missing): nothing proven.
+						rf.Capacity = CapacityUnknown
+						unbounded[res] = true
 					default:
 						rf.Capacity = capacity.String()
 					}
@@ -338,7 +359,7 @@ func (r *reviewer) fitFlavors(p *Placement, cq *kueue.ClusterQueue, sum *workloa
 						together[res] = &zero
 					}
 					together[res].Add(capacity)
-					rf.Fits = rf.Capacity == Unbounded || req.Cmp(capacity) <= 0
+					rf.Fits = rf.Capacity == CapacityUnknown || req.Cmp(capacity) <= 0
 				}
 				if !rf.Fits {
 					ff.Fits = false

@@ -47,6 +47,17 @@ spec:
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
+metadata: {name: lender}
+spec:
+  cohortName: org
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: small
+      resources: [{name: cpu, nominalQuota: 16}, {name: memory, nominalQuota: 100Gi}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
 metadata: {name: cpu-only}
 spec:
   resourceGroups:
@@ -140,14 +151,15 @@ var _ = Describe("explaining where a workload lands", func() {
 		Expect(p.Reason).To(ContainSubstring("[cpu]"))
 	})
 
-	It("counts borrowing within a cohort, unbounded without a limit", func() {
+	It("counts what the cohort can lend, within the borrowing limit, as Kueue does", func() {
 		p := place(job("borrowing", 4, "2", 0))
 		Expect(p.Verdict).To(Equal(review.VerdictFits))
 		Expect(p.ClusterQueue.Cohort).To(Equal("org"))
 		Expect(p.Flavors[0].Resources).To(Equal([]review.ResourceFit{
-			{Resource: "cpu", Requested: "8", Nominal: "1", Capacity: review.Unbounded, Fits: true},
+			{Resource: "cpu", Requested: "8", Nominal: "1", Capacity: "17", Fits: true},
 			{Resource: "memory", Requested: "4Gi", Nominal: "1Gi", BorrowingLimit: "63Gi", Capacity: "64Gi", Fits: true},
-		}))
+		}), "cpu: its 1 and all of the lender's 16; memory: at most 63Gi borrowed")
+		Expect(place(job("borrowing", 9, "2", 0)).Verdict).To(Equal(review.VerdictNeverFits), "18 cpu: more than the cohort has")
 	})
 
 	It("says a resource without quota can never be admitted", func() {

@@ -274,6 +274,9 @@ func (t *textWriter) placement(p *Placement) {
 		}
 		t.line("", "", "requests "+strings.Join(reqs, ", "))
 	}
+	if p.AdmitsAtOnce != "" {
+		t.line("", "", "Kueue admits "+p.AdmitsAtOnce+" at a time: each flavor below must hold that much")
+	}
 	for _, f := range p.Flavors {
 		verdict := "cannot hold it"
 		if f.Fits {

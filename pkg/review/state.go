@@ -107,6 +107,7 @@ var stateKinds = map[schema.GroupKind]bool{
 	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
 	{Group: kueueGroup, Kind: "ResourceFlavor"}:        true,
 	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}: true,
+	{Group: kueueGroup, Kind: "Cohort"}:                true,
 }
 
 // manifestStateKinds are the kinds that join the state when they appear in the
@@ -121,6 +122,7 @@ var manifestStateKinds = map[schema.GroupKind]bool{
 	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
 	{Group: kueueGroup, Kind: "ResourceFlavor"}:        true,
 	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}: true,
+	{Group: kueueGroup, Kind: "Cohort"}:                true,
 }
 
 // IsManifestStateKind reports whether objects of this kind in the reviewed
@@ -201,6 +203,12 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 		rf := &kueue.ResourceFlavor{}
 		if note, err = convert(obj, rf); err == nil {
 			s.flavors[rf.Name] = rf
+			err = s.Snapshot.Add(rf)
+		}
+	case "Cohort":
+		c := &kueue.Cohort{}
+		if note, err = convert(obj, c); err == nil {
+			err = s.Snapshot.Add(c)
 		}
 	case "WorkloadPriorityClass":
 		pc := &kueue.WorkloadPriorityClass{}
@@ -234,6 +242,7 @@ func (s *State) addKueueV1beta1(obj *unstructured.Unstructured) (note string, er
 		if note, err = convert(obj, in); err == nil {
 			if err = kueuev1beta1.Convert_v1beta1_ResourceFlavor_To_v1beta2_ResourceFlavor(in, out, nil); err == nil {
 				s.flavors[out.Name] = out
+				err = s.Snapshot.Add(out)
 			}
 		}
 	case "WorkloadPriorityClass":
@@ -241,6 +250,13 @@ func (s *State) addKueueV1beta1(obj *unstructured.Unstructured) (note string, er
 		if note, err = convert(obj, in); err == nil {
 			if err = kueuev1beta1.Convert_v1beta1_WorkloadPriorityClass_To_v1beta2_WorkloadPriorityClass(in, out, nil); err == nil {
 				s.priorityClasses[out.Name] = out
+			}
+		}
+	case "Cohort":
+		in, out := &kueuev1beta1.Cohort{}, &kueue.Cohort{}
+		if note, err = convert(obj, in); err == nil {
+			if err = kueuev1beta1.Convert_v1beta1_Cohort_To_v1beta2_Cohort(in, out, nil); err == nil {
+				err = s.Snapshot.Add(out)
 			}
 		}
 	}
@@ -384,10 +400,11 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	var cqs kueue.ClusterQueueList
 	var rfs kueue.ResourceFlavorList
 	var pcs kueue.WorkloadPriorityClassList
+	var cohorts kueue.CohortList
 	for _, l := range []struct {
 		kind string
 		list client.ObjectList
-	}{{"LocalQueue", &lqs}, {"ClusterQueue", &cqs}, {"ResourceFlavor", &rfs}, {"WorkloadPriorityClass", &pcs}} {
+	}{{"LocalQueue", &lqs}, {"ClusterQueue", &cqs}, {"ResourceFlavor", &rfs}, {"WorkloadPriorityClass", &pcs}, {"Cohort", &cohorts}} {
 		if err := listKueue(l.kind, l.list); err != nil {
 			return nil, err
 		}
@@ -404,6 +421,14 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	}
 	for i := range rfs.Items {
 		s.flavors[rfs.Items[i].Name] = &rfs.Items[i]
+		if err := s.Snapshot.Add(&rfs.Items[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range cohorts.Items {
+		if err := s.Snapshot.Add(&cohorts.Items[i]); err != nil {
+			return nil, err
+		}
 	}
 	for i := range pcs.Items {
 		s.priorityClasses[pcs.Items[i].Name] = &pcs.Items[i]

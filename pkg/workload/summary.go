@@ -64,6 +64,9 @@ type Summary struct {
 	// and MinUnitRequests at the fewest pods it may admit it with (partial
 	// admission's minCount); they are equal when nothing is partial.
 	UnitRequests, MinUnitRequests corev1.ResourceList
+	// UnitPods and MinUnitPods are the pods of one admission unit, at full size
+	// and at the minimum.
+	UnitPods, MinUnitPods int64
 }
 
 // AdmissionUnit is what Kueue admits as one Workload.
@@ -176,7 +179,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		PodSets:       podSets,
 		TotalRequests: total,
 	}
-	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests = admissionUnit(obj, podSets, total)
+	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil
 }
 
@@ -296,7 +299,8 @@ func objectName(obj *unstructured.Unstructured) string {
 
 // admissionUnit is what Kueue admits at once for the object, and what it
 // reserves for one unit at full size and at its minimum.
-func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev1.ResourceList) (AdmissionUnit, corev1.ResourceList, corev1.ResourceList) {
+func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev1.ResourceList) (
+	unit AdmissionUnit, full, min corev1.ResourceList, fullPods, minPods int64) {
 	gk := obj.GroupVersionKind().GroupKind()
 	switch {
 	case gk == schema.GroupKind{Group: "apps", Kind: "Deployment"}:
@@ -304,7 +308,7 @@ func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev
 		if len(podSets) > 0 {
 			one = podSets[0].Requests
 		}
-		return UnitPod, one, one
+		return UnitPod, one, one, 1, 1
 	case gk == schema.GroupKind{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}:
 		// One group: the leader (when there is a leader template) and the
 		// workers of size.
@@ -317,26 +321,30 @@ func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev
 			perGroup = []int64{1, size - 1}
 		}
 		group := corev1.ResourceList{}
+		var pods int64
 		for i, ps := range podSets {
 			if i < len(perGroup) {
 				addScaled(group, ps.Requests, perGroup[i])
+				pods += perGroup[i]
 			}
 		}
-		return UnitGroup, group, group
+		return UnitGroup, group, group, pods, pods
 	}
-	min := corev1.ResourceList{}
+	min = corev1.ResourceList{}
 	partial := false
 	for _, ps := range podSets {
 		n := int64(ps.Count)
+		fullPods += n
 		if ps.MinCount != nil && *ps.MinCount < ps.Count {
 			n, partial = int64(*ps.MinCount), true
 		}
+		minPods += n
 		addScaled(min, ps.Requests, n)
 	}
 	if !partial {
 		min = total
 	}
-	return UnitWorkload, total, min
+	return UnitWorkload, total, min, fullPods, minPods
 }
 
 // addScaled adds n × per to into. The amounts were checked for overflow when

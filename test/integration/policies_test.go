@@ -79,6 +79,14 @@ var _ = Describe("quota policies as code", Ordered, func() {
 			},
 		}
 		Expect(k8sClient.Create(ctx, cq)).To(Succeed())
+		// A sibling with GPUs to lend: cq may borrow up to its limit of 4.
+		lender := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "lender"},
+			Spec: kueue.ClusterQueueSpec{CohortName: "research", ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{"nvidia.com/gpu"},
+				Flavors: []kueue.FlavorQuotas{{Name: "default-flavor", Resources: []kueue.ResourceQuota{
+					{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8")}}}}}}}}
+		Expect(k8sClient.Create(ctx, lender)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(ctx, lender)).To(Succeed()) })
 		ns = namespace(map[string]string{"kueue-guard.io/max-gpus": "16"}, nil)
 		lq := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lq"},
 			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
@@ -93,7 +101,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 	It("rejects a job that can never fit its ClusterQueue, naming 10 requested vs 8 possible", func() {
 		err := k8sClient.Create(ctx, gpuJob(ns, "too-big", 5, 2).Obj())
 		invalid(err, fitsField, `[kueue_guard.fits_cluster_queue] requests 10 nvidia.com/gpu but ClusterQueue "cq" `+
-			`can provide at most 8 (nominal 4 + borrowing limit 4)`)
+			`can provide at most 8 (nominal 4, and what cohort "research" can lend it)`)
 	})
 
 	It("admits an 8-GPU job, and warns when the queue's usage leaves less free", func() {
