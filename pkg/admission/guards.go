@@ -263,6 +263,12 @@ func (QueueImmutability) Validate(_ context.Context, req *Request, t Target, _ c
 	} else if oldQ == "" {
 		what = fmt.Sprintf("added (%q)", newQ)
 	}
+	if in.Suspension.QueueImmutable {
+		d.Deny(RuleImmutableQueueName, QueueLabelField(in), fmt.Sprintf(
+			"%s cannot be %s: Kueue never lets a %s's queue change, running or not; delete and re-create it",
+			integrations.QueueNameLabel, what, in.GVK.Kind))
+		return nil
+	}
 	d.Deny(RuleImmutableQueueName, QueueLabelField(in), fmt.Sprintf(
 		"%s cannot be %s while the workload is running: %s", integrations.QueueNameLabel, what, howToSuspend(in)))
 	return nil

@@ -242,6 +242,11 @@ var _ = Describe("queue-name immutability", func() {
 			running(fixtures.CronJob("a", "c").Queue("other")), false),
 		Entry("an unchanged queue is fine", running(fixtures.Job("a", "j").Queue("q")),
 			running(fixtures.Job("a", "j").Queue("q")), false),
+		Entry("a LeaderWorkerSet never may, even with no ready replicas (Kueue's rule for it)",
+			running(fixtures.LeaderWorkerSet("a", "l").Queue("q")), running(fixtures.LeaderWorkerSet("a", "l").Queue("other")), true),
+		Entry("a running Pod cannot", running(fixtures.Pod("a", "p").Queue("q")), running(fixtures.Pod("a", "p").Queue("other")), true),
+		Entry("a terminated Pod may: Kueue counts it as suspended", running(fixtures.Pod("a", "p").Queue("q")),
+			running(fixtures.Pod("a", "p").Queue("other").Set("Succeeded", "status", "phase")), false),
 	)
 
 	It("treats a Deployment with ready replicas as running, and says how to change it", func() {

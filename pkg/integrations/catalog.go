@@ -80,6 +80,9 @@ type Suspension struct {
 	// QueueMutable marks kinds whose queue may always change (a CronJob's label
 	// only affects the Jobs it creates later).
 	QueueMutable bool
+	// QueueImmutable marks kinds whose queue Kueue never lets change, running or
+	// not (LeaderWorkerSet).
+	QueueImmutable bool
 }
 
 // KueueAdmissionGate is the scheduling gate Kueue puts on pods it has not admitted.
@@ -131,7 +134,7 @@ var catalog = []Integration{
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
 		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
-		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: noReadyReplicas, TemplateQueue: true,
+		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: Suspension{QueueImmutable: true}, TemplateQueue: true,
 		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},

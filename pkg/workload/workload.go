@@ -271,6 +271,8 @@ func QueueMayChange(in *integrations.Integration, old, new *unstructured.Unstruc
 	switch {
 	case s.QueueMutable:
 		return true
+	case s.QueueImmutable:
+		return false
 	case s.Field != nil:
 		suspended, _, _ := unstructured.NestedBool(new.Object, s.Field...)
 		return suspended
@@ -279,7 +281,9 @@ func QueueMayChange(in *integrations.Integration, old, new *unstructured.Unstruc
 		// Kueue also refuses removing the label outright from such kinds.
 		return ready == 0 && QueueName(new, in) != ""
 	case s.SchedulingGate != "":
-		return HasSchedulingGate(new, s.SchedulingGate)
+		// Kueue counts a terminated Pod as suspended too.
+		phase, _, _ := unstructured.NestedString(new.Object, "status", "phase")
+		return HasSchedulingGate(new, s.SchedulingGate) || phase == "Succeeded" || phase == "Failed"
 	}
 	return false
 }
