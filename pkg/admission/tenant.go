@@ -282,7 +282,15 @@ func (s *Backstop) Validate(_ context.Context, req *Request, t Target, view clus
 		}
 		return nil
 	}
-	switch s.policy.unqueuedAction(req.Namespace, view) {
+	action := s.policy.unqueuedAction(req.Namespace, view)
+	if action != config.UnqueuedAllow && kueueHoldsUnqueued(req, view) {
+		// Kueue's manageJobsWithoutQueueName: it suspends the workload itself and
+		// admits nothing without a queue, so nothing runs outside quota.
+		d.Warn(RuleUnqueuedWorkload, lbl, fmt.Sprintf("no %s: Kueue holds it (manageJobsWithoutQueueName) and admits it only once it has a queue",
+			integrations.QueueNameLabel))
+		return nil
+	}
+	switch action {
 	case config.UnqueuedDeny:
 		d.Deny(RuleUnqueuedWorkload, lbl, fmt.Sprintf(
 			"%s has no %s and namespace %q has no default queue: Kueue would not manage it, so it would run outside quota; "+

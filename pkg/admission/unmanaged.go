@@ -51,3 +51,21 @@ func kueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrat
 	}
 	return fmt.Sprintf("Kueue does not manage %ss in namespace %q (its managedJobsNamespaceSelector)", in.GVK.Kind, namespace)
 }
+
+// kueueHoldsUnqueued reports whether Kueue itself holds a workload that has no
+// queue: its Configuration sets manageJobsWithoutQueueName and the namespace is
+// one it manages (managedJobsNamespaceSelector modulates the setting for every
+// kind).
+func kueueHoldsUnqueued(req *Request, view cluster.View) bool {
+	cfg, ok := view.KueueConfig()
+	if !ok || !cfg.ManageJobsWithoutQueueName {
+		return false
+	}
+	set := labels.Set{corev1.LabelMetadataName: req.Namespace}
+	if ns, ok := view.Namespace(req.Namespace); ok {
+		for k, v := range ns.Labels {
+			set[k] = v
+		}
+	}
+	return cfg.ManagedJobsNamespaceSelector.Matches(set)
+}

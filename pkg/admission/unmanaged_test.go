@@ -60,3 +60,18 @@ var _ = Describe("workloads Kueue does not manage", func() {
 		Expect(d.Warnings[0]).To(ContainSubstring("spec.clusterSelector"))
 	})
 })
+
+var _ = Describe("workloads Kueue holds without a queue", func() {
+	It("warns instead of denying an unqueued workload when Kueue's manageJobsWithoutQueueName holds it", func() {
+		cfg := config.Default()
+		cfg.Defaulting.Unqueued = config.Unqueued{Action: config.UnqueuedDeny}
+		req := create(fixtures.Job("free", "j").Obj())
+		Expect(rules(validate(built(cfg), view(ns("free", nil, nil)), req))).To(Equal([]string{guard.RuleUnqueuedWorkload + "/deny"}))
+
+		holds := kueueConfigMap("batch/job")
+		holds.Data["controller_manager_config.yaml"] += "manageJobsWithoutQueueName: true\n"
+		d := validate(built(cfg), view(holds, ns("free", nil, nil)), req)
+		Expect(rules(d)).To(Equal([]string{guard.RuleUnqueuedWorkload + "/warn"}))
+		Expect(d.Warnings[0]).To(ContainSubstring("Kueue holds it"))
+	})
+})
