@@ -24,9 +24,14 @@ var RuleKueueUnmanaged = Register(Rule{
 	Check:       queueChecksName,
 })
 
-// kueueIgnores says why Kueue will not manage the workload whatever its queue
-// label, or "" when it will (or when Kueue's Configuration is not known: then
-// nothing is assumed).
+// KueueIgnores says why Kueue will not manage the workload whatever its queue
+// label (a pod-based kind outside Kueue's managedJobsNamespaceSelector, a RayJob
+// on an existing cluster), or "" when it will, or when Kueue's Configuration is
+// not known: then nothing is assumed. The reviewer's --explain says the same.
+func KueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrations.Integration, view cluster.View) string {
+	return kueueIgnores(obj, namespace, in, view)
+}
+
 func kueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrations.Integration, view cluster.View) string {
 	if in.GVK.Group == "ray.io" && in.GVK.Kind == "RayJob" {
 		if sel, _, _ := unstructured.NestedMap(obj.Object, "spec", "clusterSelector"); len(sel) > 0 {

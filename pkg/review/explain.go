@@ -41,6 +41,9 @@ const (
 	VerdictNeverFits = "never-fits"
 	// VerdictNoQueue: the workload has no queue; Kueue ignores it.
 	VerdictNoQueue = "no-queue"
+	// VerdictUnmanaged: Kueue does not manage the workload whatever its queue
+	// (outside its managedJobsNamespaceSelector, a RayJob on an existing cluster).
+	VerdictUnmanaged = "unmanaged"
 	// VerdictQueueMissing: its LocalQueue or ClusterQueue does not exist.
 	VerdictQueueMissing = "queue-missing"
 	// VerdictUnknown: the queue is unknown without cluster state, or the
@@ -201,6 +204,10 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 		}
 	}
 
+	if why := admission.KueueIgnores(obj, ns, in, r.state.Snapshot); why != "" {
+		p.Verdict, p.Reason = VerdictUnmanaged, why+": it runs outside quota, whatever its queue"
+		return p
+	}
 	queue := workload.QueueName(obj, in)
 	if queue == "" {
 		p.Verdict = VerdictNoQueue

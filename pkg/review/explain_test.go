@@ -178,3 +178,27 @@ var _ = Describe("explaining where a workload lands", func() {
 })
 
 func ptr[T any](v T) *T { return &v }
+
+var _ = Describe("explaining a workload Kueue does not manage", func() {
+	It("says so for a Pod outside Kueue's managedJobsNamespaceSelector", func() {
+		state := stateFrom(`apiVersion: v1
+kind: Namespace
+metadata: {name: plain}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kueue-manager-config, namespace: kueue-system}
+data:
+  controller_manager_config.yaml: |
+    integrations: {frameworks: [pod]}
+    managedJobsNamespaceSelector: {matchLabels: {kueue: managed}}
+`)
+		o := run(review.Options{State: state, Explain: true}, `apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: plain, labels: {kueue.x-k8s.io/queue-name: q}}
+spec: {containers: [{name: c, image: busybox}]}
+`).Objects[0]
+		Expect(o.Placement.Verdict).To(Equal(review.VerdictUnmanaged))
+		Expect(o.Placement.Reason).To(ContainSubstring(`Kueue does not manage Pods in namespace "plain"`))
+	})
+})
