@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
@@ -97,12 +98,16 @@ func (apiResources) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
 }
 
 // guardView is kueue-guard's summary of the object as the API server holds it
-// (after every defaulting and mutating webhook).
+// (after every defaulting and mutating webhook), for one admission unit: what
+// Kueue makes one Workload of (one pod of a Deployment).
 func guardView(obj *unstructured.Unstructured) []podSetView {
 	sum, err := workload.SummarizeWith(ctx, obj, workload.Options{Resources: apiResources{}})
 	Expect(err).NotTo(HaveOccurred())
 	out := make([]podSetView, 0, len(sum.PodSets))
 	for _, ps := range sum.PodSets {
+		if sum.AdmissionUnit == workload.UnitPod {
+			ps.Count = 1
+		}
 		v := podSetView{Name: ps.Name, Count: ps.Count, MinCount: minCount(ps.MinCount), Requests: "{}"}
 		if ps.Count > 0 {
 			v.Requests = requestsString(resources.NewRequests(ps.Requests))
@@ -112,15 +117,25 @@ func guardView(obj *unstructured.Unstructured) []podSetView {
 	return out
 }
 
-// ownedWorkload waits for the Workload Kueue creates for obj.
+// ownedWorkload waits for the Workload Kueue creates for obj: owned by obj
+// itself, or, for the kinds Kueue admits through their pods (Deployment,
+// StatefulSet), by one of the pods their controllers create.
 func ownedWorkload(obj *unstructured.Unstructured) *kueue.Workload {
 	var found *kueue.Workload
 	Eventually(func(g Gomega) {
+		owners := map[types.UID]bool{obj.GetUID(): true}
+		if sel, ok, _ := unstructured.NestedStringMap(obj.Object, "spec", "selector", "matchLabels"); ok {
+			pods := &corev1.PodList{}
+			g.Expect(admin.List(ctx, pods, client.InNamespace(obj.GetNamespace()), client.MatchingLabels(sel))).To(Succeed())
+			for _, p := range pods.Items {
+				owners[p.UID] = true
+			}
+		}
 		list := &kueue.WorkloadList{}
 		g.Expect(admin.List(ctx, list, client.InNamespace(obj.GetNamespace()))).To(Succeed())
 		for i := range list.Items {
 			for _, o := range list.Items[i].OwnerReferences {
-				if o.UID == obj.GetUID() {
+				if owners[o.UID] {
 					found = &list.Items[i]
 				}
 			}
@@ -180,6 +195,9 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 			fixtures.Job(namespace, "job-partial").Parallelism(4).Label("kueue.x-k8s.io/job-min-parallelism", "2").
 				Set(map[string]any{"kueue.x-k8s.io/job-min-parallelism": "2"}, "metadata", "annotations"), namespace),
 		Entry(nil, "a single Pod", fixtures.Pod(namespace, "pod"), namespace),
+		Entry(nil, "3 replicas: Kueue admits each pod as its own Workload (input.workload.admissionUnit pod)",
+			fixtures.Deployment(namespace, "deployment").Set(int64(3), "spec", "replicas").Requests("nvidia.com/gpu", "1"), namespace),
+		Entry(nil, "2 replicas: one pod group", fixtures.StatefulSet(namespace, "statefulset").Set(int64(2), "spec", "replicas"), namespace),
 		Entry(nil, "2 replicated jobs", fixtures.JobSet(namespace, "jobset"), namespace),
 		Entry(nil, "head, workers and Kueue's default submitter (K8sJobMode)", fixtures.RayJob(namespace, "rayjob"), namespace),
 		Entry(nil, "a submitter pod template with a GPU",
@@ -210,13 +228,18 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 // notCompared are the catalog kinds this suite does not create yet, and why.
 var notCompared = map[string]string{
 	"CronJob":          "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
-	"Deployment":       "not compared yet: Kueue admits each pod as its own Workload, kueue-guard sums the replicas",
-	"StatefulSet":      "not compared yet: Kueue admits the replicas as one pod group",
-	"LeaderWorkerSet":  "not compared yet: Kueue admits each group as its own Workload, kueue-guard sums the groups",
+	"LeaderWorkerSet":  "not compared yet (the test control plane runs no LeaderWorkerSet controller): Kueue admits each group as its own Workload, and input.workload.admissionUnit is group",
 	"RayService":       "not compared yet",
 	"TrainJob":         "not compared yet: Kueue takes the pod sets of the JobSet built from the (Cluster)TrainingRuntime; kueue-guard counts trainer.numNodes × resourcesPerNode",
 	"AppWrapper":       "not compared yet: the pod sets come from spec.components[].podSets, which AppWrapper's own webhook fills",
 	"SparkApplication": "not compared yet",
+}
+
+// knownDivergences are objects whose summary is known to differ from Kueue's
+// Workload, and why; they are listed, not compared.
+var knownDivergences = []compatRow{
+	{kind: "Pod", object: "a pod group (kueue.x-k8s.io/pod-group-name, pod-group-total-count)",
+		result: "differs, known: Kueue admits the group as one Workload of pod-group-total-count pods; kueue-guard judges each pod as it is created"},
 }
 
 func renderCompat(rows []compatRow) []byte {
@@ -243,6 +266,9 @@ func renderCompat(rows []compatRow) []byte {
 	}
 	for _, k := range rest {
 		fmt.Fprintf(&b, "| %s | — | %s |\n", k, notCompared[k])
+	}
+	for _, d := range knownDivergences {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", d.kind, d.object, d.result)
 	}
 	return b.Bytes()
 }

@@ -42,7 +42,7 @@ const (
 // frameworks are every Kueue integration whose CRD the control plane installs
 // and that this suite compares.
 var frameworks = []string{
-	"batch/job", "pod", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
+	"batch/job", "pod", "deployment", "statefulset", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
 	"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
 	"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper",
 }
@@ -65,6 +65,10 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.Start(nil, nil)
 	Expect(err).NotTo(HaveOccurred())
 	admin = env.Client
+	// The real controllers create a Deployment's and a StatefulSet's pods, which
+	// Kueue admits.
+	_, err = env.StartKubeControllerManager(ctx)
+	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	_, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: frameworks, ClusterAdmin: true})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 
