@@ -166,6 +166,28 @@ func kubeflowJob(kind, replicaKey, container string, roles ...string) fixtures.O
 	return fixtures.Object{Unstructured: u}
 }
 
+// appWrapper wraps a Job of 2 pods and declares its pod set, as AppWrapper's own
+// webhook (not running here) would.
+func appWrapper() fixtures.Object {
+	o := fixtures.AppWrapper(namespace, "appwrapper")
+	comps, _, _ := unstructured.NestedSlice(o.Object, "spec", "components")
+	c := comps[0].(map[string]any)
+	c["template"].(map[string]any)["spec"].(map[string]any)["parallelism"] = int64(2)
+	c["template"].(map[string]any)["spec"].(map[string]any)["completions"] = int64(2)
+	c["podSets"] = []any{map[string]any{"replicas": int64(2), "path": "template.spec.template"}}
+	Expect(unstructured.SetNestedSlice(o.Object, comps, "spec", "components")).To(Succeed())
+	return o
+}
+
+// rayService is a RayService whose cluster is the RayJob fixture's.
+func rayService() fixtures.Object {
+	spec, _, _ := unstructured.NestedMap(fixtures.RayCluster(namespace, "x").Object, "spec")
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayService",
+		"metadata": map[string]any{"name": "rayservice", "namespace": namespace},
+		"spec":     map[string]any{"rayClusterConfig": spec}}}
+	return fixtures.Object{Unstructured: u}
+}
+
 var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Ordered, func() {
 	DescribeTable("for each kind",
 		func(description string, o fixtures.Object, ns string) {
@@ -211,6 +233,8 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 		Entry(nil, "master and 2 workers", kubeflowJob("XGBoostJob", "xgbReplicaSpecs", "xgboost", "Master", "Worker"), namespace),
 		Entry(nil, "master and 2 workers", kubeflowJob("PaddleJob", "paddleReplicaSpecs", "paddle", "Master", "Worker"), namespace),
 		Entry(nil, "1 worker", kubeflowJob("JAXJob", "jaxReplicaSpecs", "jax", "Worker"), namespace),
+		Entry(nil, "a wrapped Job of 2 pods, its pod set declared (spec.components[].podSets)", appWrapper(), namespace),
+		Entry(nil, "head and one worker group", rayService(), namespace),
 	)
 
 	It("is what "+compatFile+" says (KUEUE_COMPAT_UPDATE=1 rewrites it)", func() {
@@ -229,9 +253,7 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 var notCompared = map[string]string{
 	"CronJob":          "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
 	"LeaderWorkerSet":  "not compared yet (the test control plane runs no LeaderWorkerSet controller): Kueue admits each group as its own Workload, and input.workload.admissionUnit is group",
-	"RayService":       "not compared yet",
 	"TrainJob":         "not compared yet: Kueue takes the pod sets of the JobSet built from the (Cluster)TrainingRuntime; kueue-guard counts trainer.numNodes × resourcesPerNode",
-	"AppWrapper":       "not compared yet: the pod sets come from spec.components[].podSets, which AppWrapper's own webhook fills",
 	"SparkApplication": "not compared yet",
 }
 
