@@ -179,6 +179,17 @@ func appWrapper() fixtures.Object {
 	return o
 }
 
+// sparkApplication is a Python application with a driver and 3 executors.
+func sparkApplication() fixtures.Object {
+	return fixtures.Object{Unstructured: &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+		"metadata": map[string]any{"name": "spark", "namespace": namespace},
+		"spec": map[string]any{"type": "Python", "mode": "cluster", "sparkVersion": "3.5.0", "image": "spark:3.5.0",
+			"mainApplicationFile": "local:///opt/app.py",
+			"driver":              map[string]any{"cores": int64(1), "coreRequest": "500m", "memory": "512m"},
+			"executor":            map[string]any{"instances": int64(3), "cores": int64(1), "coreRequest": "1", "memory": "2g"}}}}}
+}
+
 // rayService is a RayService whose cluster is the RayJob fixture's.
 func rayService() fixtures.Object {
 	spec, _, _ := unstructured.NestedMap(fixtures.RayCluster(namespace, "x").Object, "spec")
@@ -235,6 +246,7 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 		Entry(nil, "1 worker", kubeflowJob("JAXJob", "jaxReplicaSpecs", "jax", "Worker"), namespace),
 		Entry(nil, "a wrapped Job of 2 pods, its pod set declared (spec.components[].podSets)", appWrapper(), namespace),
 		Entry(nil, "head and one worker group", rayService(), namespace),
+		Entry(nil, "a driver and 3 executors", sparkApplication(), namespace),
 	)
 
 	It("is what "+compatFile+" says (KUEUE_COMPAT_UPDATE=1 rewrites it)", func() {
@@ -251,10 +263,9 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 
 // notCompared are the catalog kinds this suite does not create yet, and why.
 var notCompared = map[string]string{
-	"CronJob":          "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
-	"LeaderWorkerSet":  "not compared yet (the test control plane runs no LeaderWorkerSet controller): Kueue admits each group as its own Workload, and input.workload.admissionUnit is group",
-	"TrainJob":         "not compared yet: Kueue takes the pod sets of the JobSet built from the (Cluster)TrainingRuntime; kueue-guard counts trainer.numNodes × resourcesPerNode",
-	"SparkApplication": "not compared yet",
+	"CronJob":         "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
+	"LeaderWorkerSet": "not compared yet (the test control plane runs no LeaderWorkerSet controller): Kueue admits each group as its own Workload, and input.workload.admissionUnit is group",
+	"TrainJob":        "not compared yet: Kueue takes the pod sets of the JobSet built from the (Cluster)TrainingRuntime; kueue-guard counts trainer.numNodes × resourcesPerNode",
 }
 
 // knownDivergences are objects whose summary is known to differ from Kueue's

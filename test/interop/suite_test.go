@@ -45,6 +45,7 @@ var frameworks = []string{
 	"batch/job", "pod", "deployment", "statefulset", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
 	"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
 	"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper", "ray.io/rayservice",
+	"sparkoperator.k8s.io/sparkapplication",
 }
 
 var (
@@ -69,7 +70,9 @@ var _ = BeforeSuite(func() {
 	// Kueue admits.
 	_, err = env.StartKubeControllerManager(ctx)
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
-	_, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: frameworks, ClusterAdmin: true})
+	_, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: frameworks, ClusterAdmin: true,
+		// Kueue v0.17 ships the SparkApplication integration as alpha.
+		FeatureGates: map[string]bool{"SparkApplicationIntegration": true}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 
 	c, err := cache.New(env.Config, cache.Options{Scheme: admin.Scheme()})
