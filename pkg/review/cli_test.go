@@ -85,6 +85,14 @@ var _ = Describe("the review command line", func() {
 		Expect(rep.Result).To(Equal(review.ResultWarned))
 		Expect(rep.ExitCode).To(Equal(review.ExitDenied))
 
+		// JUnit agrees: the warned object's test case fails, so CI does not fail
+		// with every case green.
+		_, out, _ = cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "--fail-on-warn", "-o", "junit")
+		Expect(out).To(ContainSubstring(`failures="1"`))
+		Expect(out).To(ContainSubstring(`type="warned"`))
+		_, out, _ = cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "-o", "junit")
+		Expect(out).NotTo(ContainSubstring(`type="warned"`))
+
 		code, out, _ = cli(queuedJob, "-f", "-", "--fail-on-warn")
 		Expect(code).To(Equal(review.ExitAllowed), "no warnings, nothing to fail on")
 		Expect(out).To(ContainSubstring("Result: allowed (exit 0)."))

@@ -100,6 +100,14 @@ func JUnit(rep *Report) *JUnitTestSuites {
 			case StatusSkipped:
 				c.Skipped = &JUnitSkipped{Message: o.Reason}
 				s.Skipped++
+			case StatusAllowed:
+				// With --fail-on-warn the review fails on warnings: so does the
+				// object's test case, or CI would fail with every case green.
+				if rep.Result == ResultWarned && len(o.Warnings) > 0 {
+					c.Failure = &JUnitProblem{Message: fmt.Sprintf("%d warning(s) (--fail-on-warn)", len(o.Warnings)),
+						Type: "warned", Text: strings.Join(o.Warnings, "\n")}
+					s.Failures++
+				}
 			case StatusClusterState:
 				out = append(out, o.Reason)
 			}
