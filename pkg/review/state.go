@@ -333,41 +333,22 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	s := NewState(kueueNamespace)
 	s.Source, s.Where = StateLive, cfg.Host
 
-	var nsList corev1.NamespaceList
-	if err := c.List(ctx, &nsList); err != nil {
-		return nil, fmt.Errorf("listing Namespaces: %w", err)
-	}
-	for i := range nsList.Items {
-		if err := s.Snapshot.Add(&nsList.Items[i]); err != nil {
-			return nil, err
-		}
-	}
-	var cmList corev1.ConfigMapList
-	if err := c.List(ctx, &cmList, client.InNamespace(kueueNamespace)); err != nil {
-		return nil, fmt.Errorf("listing ConfigMaps in %s: %w", kueueNamespace, err)
-	}
-	for i := range cmList.Items {
-		if err := s.Snapshot.Add(&cmList.Items[i]); err != nil {
-			return nil, err
-		}
-	}
 	// LimitRanges and RuntimeClasses: Kueue adjusts requests by them before it
 	// charges quota.
-	var lrList corev1.LimitRangeList
-	if err := c.List(ctx, &lrList); err != nil {
-		return nil, fmt.Errorf("listing LimitRanges: %w", err)
-	}
-	for i := range lrList.Items {
-		if err := s.Snapshot.Add(&lrList.Items[i]); err != nil {
-			return nil, err
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{"Namespaces", &corev1.NamespaceList{}, nil},
+		{"ConfigMaps in " + kueueNamespace, &corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(kueueNamespace)}},
+		{"LimitRanges", &corev1.LimitRangeList{}, nil},
+		{"RuntimeClasses", &nodev1.RuntimeClassList{}, nil},
+	} {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
-	}
-	var rcList nodev1.RuntimeClassList
-	if err := c.List(ctx, &rcList); err != nil {
-		return nil, fmt.Errorf("listing RuntimeClasses: %w", err)
-	}
-	for i := range rcList.Items {
-		if err := s.Snapshot.Add(&rcList.Items[i]); err != nil {
+		if err := s.addListed(l.list); err != nil {
 			return nil, err
 		}
 	}
@@ -438,6 +419,24 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 			kueueGroup, strings.Join(missingCRDs, ", ")))
 	}
 	return s, nil
+}
+
+// addListed puts every item of a typed list into the snapshot.
+func (s *State) addListed(list client.ObjectList) error {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		obj, ok := it.(client.Object)
+		if !ok {
+			return fmt.Errorf("listed %T is not an object", it)
+		}
+		if err := s.Snapshot.Add(obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addFromManifest puts an object of the reviewed manifests into the state (it
