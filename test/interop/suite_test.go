@@ -86,12 +86,7 @@ var _ = BeforeSuite(func() {
 	setUpQueues()
 })
 
-var _ = ReportAfterEach(func(r SpecReport) {
-	if r.Failed() && env != nil {
-		env.KeepLogs()
-		AddReportEntry("control plane logs", env.LogSummary())
-	}
-})
+var _ = ReportAfterEach(func(r SpecReport) { testenv.ReportFailure(env, r) })
 
 var _ = AfterSuite(func() {
 	if cancel != nil {
