@@ -3,9 +3,7 @@ package admission
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -42,16 +40,7 @@ func kueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrat
 		return ""
 	}
 	cfg, ok := view.KueueConfig()
-	if !ok {
-		return ""
-	}
-	set := labels.Set{corev1.LabelMetadataName: namespace}
-	if ns, ok := view.Namespace(namespace); ok {
-		for k, v := range ns.Labels {
-			set[k] = v
-		}
-	}
-	if cfg.ManagedJobsNamespaceSelector.Matches(set) {
+	if !ok || cfg.ManagesNamespace(namespace, view) {
 		return ""
 	}
 	return fmt.Sprintf("Kueue does not manage %ss in namespace %q (its managedJobsNamespaceSelector)", in.GVK.Kind, namespace)
@@ -63,14 +52,5 @@ func kueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrat
 // kind).
 func kueueHoldsUnqueued(req *Request, view cluster.View) bool {
 	cfg, ok := view.KueueConfig()
-	if !ok || !cfg.ManageJobsWithoutQueueName {
-		return false
-	}
-	set := labels.Set{corev1.LabelMetadataName: req.Namespace}
-	if ns, ok := view.Namespace(req.Namespace); ok {
-		for k, v := range ns.Labels {
-			set[k] = v
-		}
-	}
-	return cfg.ManagedJobsNamespaceSelector.Matches(set)
+	return ok && cfg.ManageJobsWithoutQueueName && cfg.ManagesNamespace(req.Namespace, view)
 }

@@ -348,10 +348,12 @@ func (v *InformerView) ClusterQueueCapacity(name string) ([]Capacity, bool) {
 	return caps, ok
 }
 
-// LimitRanges implements View.
+// LimitRanges implements View. The store's objects are returned without a
+// copy (callers must not modify them: the resource adjustment copies what it
+// merges), as this runs for every summary.
 func (v *InformerView) LimitRanges(namespace string) []corev1.LimitRange {
 	list := &corev1.LimitRangeList{}
-	if err := v.cache.List(context.Background(), list, client.InNamespace(namespace)); err != nil {
+	if err := v.cache.List(context.Background(), list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	return list.Items

@@ -61,10 +61,6 @@ func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
 	if err := yaml.Unmarshal([]byte(data), &raw); err != nil {
 		return nil, fmt.Errorf("reading Kueue's Configuration: %w", err)
 	}
-	frameworks, err := ParseKueueFrameworks(data)
-	if err != nil {
-		return nil, err
-	}
 	ns := kueueNamespace
 	if raw.Namespace != nil && *raw.Namespace != "" {
 		ns = *raw.Namespace
@@ -78,12 +74,27 @@ func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading Kueue's managedJobsNamespaceSelector: %w", err)
 	}
-	cfg := &KueueConfig{Frameworks: frameworks, ManageJobsWithoutQueueName: raw.ManageJobsWithoutQueueName,
+	cfg := &KueueConfig{Frameworks: raw.frameworks(), ManageJobsWithoutQueueName: raw.ManageJobsWithoutQueueName,
 		ManagedJobsNamespaceSelector: sel}
 	if raw.Resources != nil {
 		cfg.Resources = *raw.Resources
 	}
 	return cfg, nil
+}
+
+// ManagesNamespace reports whether Kueue manages a namespace's pod-based
+// workloads (its managedJobsNamespaceSelector, which also modulates
+// manageJobsWithoutQueueName for every kind). The namespace's own labels are
+// read from the view, with the kubernetes.io/metadata.name label the API server
+// sets on every namespace.
+func (cfg *KueueConfig) ManagesNamespace(namespace string, view View) bool {
+	set := labels.Set{corev1.LabelMetadataName: namespace}
+	if ns, ok := view.Namespace(namespace); ok {
+		for k, v := range ns.Labels {
+			set[k] = v
+		}
+	}
+	return cfg.ManagedJobsNamespaceSelector.Matches(set)
 }
 
 // ParseKueueFrameworks reads the enabled integrations from Kueue's Configuration,
@@ -94,15 +105,19 @@ func ParseKueueFrameworks(data string) ([]string, error) {
 	if err := yaml.Unmarshal([]byte(data), &cfg); err != nil {
 		return nil, fmt.Errorf("reading Kueue's Configuration: %w", err)
 	}
+	return cfg.frameworks(), nil
+}
+
+// frameworks applies Kueue's default (batch/job only) when none are listed.
+func (cfg *kueueIntegrations) frameworks() []string {
 	if cfg.Integrations == nil || len(cfg.Integrations.Frameworks) == 0 {
 		out := []string{kueueDefaultFramework}
 		if cfg.Integrations != nil {
 			out = append(out, cfg.Integrations.ExternalFrameworks...)
 		}
-		return out, nil
+		return out
 	}
-	out := append(append([]string{}, cfg.Integrations.Frameworks...), cfg.Integrations.ExternalFrameworks...)
-	return out, nil
+	return append(append([]string{}, cfg.Integrations.Frameworks...), cfg.Integrations.ExternalFrameworks...)
 }
 
 // kueueConfigMap picks Kueue's manager ConfigMap among a namespace's ConfigMaps:
