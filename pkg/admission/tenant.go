@@ -290,6 +290,12 @@ func (s *Backstop) Validate(_ context.Context, req *Request, t Target, view clus
 			integrations.QueueNameLabel))
 		return nil
 	}
+	if why := kueueIgnores(req.Object, req.Namespace, in, view); why != "" && action == config.UnqueuedDeny {
+		// Not a missing queue: Kueue would ignore the workload whatever its
+		// queue, so no label makes it admissible here.
+		d.Deny(RuleUnqueuedWorkload, lbl, fmt.Sprintf("%s, so it would run outside quota, and workloads in namespace %q must not", why, req.Namespace))
+		return nil
+	}
 	switch action {
 	case config.UnqueuedDeny:
 		d.Deny(RuleUnqueuedWorkload, lbl, fmt.Sprintf(
