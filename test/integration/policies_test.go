@@ -104,6 +104,34 @@ var _ = Describe("quota policies as code", Ordered, func() {
 			`can provide at most 8 (nominal 4, and what cohort "research" can lend it)`)
 	})
 
+	// A tenant leaves the GPU request out, hoping to be charged nothing: Kueue
+	// charges the namespace LimitRange's default, and so do the policies.
+	It("charges a Job without requests the LimitRange's defaults, as Kueue does", func() {
+		limited := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(limited, "lq")
+		Expect(k8sClient.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: limited, Name: "gpus"},
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+				Default: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("9")}}}}})).To(Succeed())
+		bare := fixtures.Job(limited, "no-requests").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "60").Obj()
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, bare.DeepCopy(), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
+			`[kueue_guard.max_gpus_per_workload] requests 9 GPUs (nvidia.com/gpu) but namespace "` + limited + `" allows at most 8`)))
+	})
+
+	// Kueue admits a Deployment pod by pod: the cap is per pod, so many small
+	// pods pass and one big pod does not.
+	It("caps a Deployment per pod, as Kueue admits it", func() {
+		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(capped, "lq")
+		many := fixtures.Deployment(capped, "many").Queue("lq").Set(int64(10), "spec", "replicas").
+			Requests("nvidia.com/gpu", "1").Label("kueue.x-k8s.io/max-exec-time-seconds", "60").Obj()
+		Expect(clientAs("alice").Create(ctx, many, client.DryRunAll)).To(Succeed(), "10 pods of 1 GPU: ten 1-GPU workloads")
+		big := fixtures.Deployment(capped, "big").Queue("lq").Requests("nvidia.com/gpu", "9").Obj()
+		Expect(clientAs("alice").Create(ctx, big, client.DryRunAll)).To(MatchError(ContainSubstring(
+			`[kueue_guard.max_gpus_per_workload] each pod requests 9 GPUs`)))
+	})
+
 	It("admits an 8-GPU job, and warns when the queue's usage leaves less free", func() {
 		c, warnings := clientWithWarnings()
 		Expect(c.Create(ctx, gpuJob(ns, "fits", 4, 2).Obj())).To(Succeed())
