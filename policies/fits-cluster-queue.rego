@@ -13,6 +13,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: deny
+#   match:
+#     operations: [CREATE, UPDATE]
 package kueue_guard.fits_cluster_queue
 
 import data.kueue_guard.lib

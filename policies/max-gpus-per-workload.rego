@@ -11,6 +11,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: deny
+#   match:
+#     operations: [CREATE, UPDATE]
 package kueue_guard.max_gpus_per_workload
 
 import data.kueue_guard.lib

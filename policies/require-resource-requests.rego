@@ -10,6 +10,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: deny
+#   match:
+#     operations: [CREATE, UPDATE]
 package kueue_guard.require_resource_requests
 
 import data.kueue_guard.lib

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -64,6 +65,33 @@ func BenchmarkEvaluateNPolicies(b *testing.B) {
 			for i := range n {
 				files[fmt.Sprintf("p%04d.rego", i)] = fmt.Sprintf(
 					"package bench.p%d\n\ndeny contains \"queue %d is closed\" if input.workload.queueName == \"q-%d\"\n", i, i, i)
+			}
+			writeFiles(dir, files)
+			e := loadedEngine(dir)
+			Expect(e.Policies()).To(HaveLen(n))
+			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("0"))
+		})
+	}
+}
+
+// BenchmarkEvaluateNPoliciesMatching is BenchmarkEvaluateNPolicies with a
+// handful of policies matching the request (a Job) and the rest declaring, in
+// custom.match, other kinds: the index must keep the cost of those flat.
+func BenchmarkEvaluateNPoliciesMatching(b *testing.B) {
+	RegisterTestingT(b)
+	const matching = 3
+	for _, n := range []int{matching, 10, 100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			RegisterTestingT(b)
+			dir := b.TempDir()
+			files := map[string]string{}
+			for i := range n {
+				kind := "kinds:\n- apiGroups: [jobset.x-k8s.io]\n  kinds: [JobSet]"
+				if i < matching {
+					kind = "kinds:\n- apiGroups: [batch]\n  kinds: [Job]"
+				}
+				files[fmt.Sprintf("p%04d.rego", i)] = strings.Replace(matchPolicy(fmt.Sprintf("bench.p%d", i), kind),
+					`deny contains "applies" if true`, fmt.Sprintf(`deny contains "queue %d is closed" if input.workload.queueName == "q-%d"`, i, i), 1)
 			}
 			writeFiles(dir, files)
 			e := loadedEngine(dir)

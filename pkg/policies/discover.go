@@ -73,6 +73,19 @@ func discover(dir string, c *compiled) ([]*Policy, error) {
 				}
 				p.Enforcement = e
 			}
+			if v, ok := a.Custom[matchCustom]; ok {
+				if p.Match != nil {
+					probs = append(probs, Problem{File: filepath.Join(dir, name), Line: locationRow(a.Location), Message: fmt.Sprintf(
+						"package %s declares custom.%s more than once; keep one", id, matchCustom)})
+					continue
+				}
+				m, err := parseMatch(v)
+				if err != nil {
+					probs = append(probs, Problem{File: filepath.Join(dir, name), Line: locationRow(a.Location), Message: err.Error()})
+					continue
+				}
+				p.Match = m
+			}
 		}
 		if byID[id] == nil {
 			byID[id] = p

@@ -139,13 +139,6 @@ func (e *Engine) Version() (uint64, string) {
 	return 0, ""
 }
 
-// empty reports whether a set is loaded and holds no policy: requests need no
-// input then.
-func (e *Engine) empty() bool {
-	s := e.set.Load()
-	return s != nil && len(s.policies) == 0
-}
-
 // Load reads and compiles the policy directory once and swaps the new set in. A
 // set that fails to read, parse or compile is refused: the previous set (if any)
 // keeps serving, the error is logged with file and line, counted, and returned.

@@ -16,14 +16,90 @@ type Result struct {
 	Failures []Failure
 }
 
+// Plan is the policies of one serving set that apply to one request, chosen by
+// their custom.match: a request no policy applies to is never evaluated, and
+// policies that do not apply cost it nothing.
+type Plan struct {
+	engine *Engine
+	set    *policySet
+	// indices are the applying policies' places in set.policies; nil with a
+	// nil subject means every policy.
+	indices []int
+	query   *rego.PreparedEvalQuery
+}
+
+// Plan chooses the serving set's policies for a request. A nil subject selects
+// every policy. Before the first load the plan is not empty: its evaluation is
+// the "not loaded" failure, which policies.onError decides.
+func (e *Engine) Plan(sub *Subject) *Plan {
+	set := e.set.Load()
+	p := &Plan{engine: e, set: set}
+	if set == nil {
+		return p
+	}
+	if sub == nil {
+		p.indices, p.query = allIndices(len(set.policies)), &set.all
+		return p
+	}
+	g := set.groups[groupKey{kind: sub.Kind, op: sub.Operation}]
+	if g == nil {
+		// Not a catalog kind: the policy step never sends one, but a caller
+		// that does gets the policies without a kinds match.
+		g = &group{}
+		for i, pol := range set.policies {
+			if pol.Match.static(sub.Kind, sub.Operation) {
+				g.indices = append(g.indices, i)
+			}
+		}
+		g.dynamic = true
+	}
+	if !g.dynamic {
+		p.indices, p.query = g.indices, g.query
+		return p
+	}
+	for _, i := range g.indices {
+		if set.policies[i].Match.dynamic(sub) {
+			p.indices = append(p.indices, i)
+		}
+	}
+	if len(p.indices) == len(g.indices) {
+		p.query = g.query
+	}
+	return p
+}
+
+func allIndices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// Empty reports whether no policy applies: the request needs no input.
+func (p *Plan) Empty() bool { return p.set != nil && len(p.indices) == 0 }
+
+// Policies are the policies the plan evaluates, in id order.
+func (p *Plan) Policies() []*Policy {
+	if p.set == nil {
+		return nil
+	}
+	return pick(p.set.policies, p.indices)
+}
+
 // Evaluate runs every policy of the serving set on one input, within ctx, the
 // engine's timeout and its concurrency bound. It never returns an error: failures
 // are part of the Result, so that the caller applies policies.onError to them and
 // the healthy policies' findings are still reported.
 func (e *Engine) Evaluate(ctx context.Context, input ast.Value) *Result {
+	return e.Plan(nil).Evaluate(ctx, input)
+}
+
+// Evaluate runs the plan's policies on one input, as Engine.Evaluate does.
+func (p *Plan) Evaluate(ctx context.Context, input ast.Value) *Result {
 	start := time.Now()
-	res := e.evaluate(ctx, input)
-	e.observe(res, start)
+	res := p.evaluate(ctx, input)
+	p.engine.observe(res, start)
 	return res
 }
 
@@ -48,13 +124,13 @@ func (e *Engine) inputFailure(err error) *Result {
 	return res
 }
 
-func (e *Engine) evaluate(ctx context.Context, input ast.Value) *Result {
-	set := e.set.Load()
+func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
+	e, set := p.engine, p.set
 	if set == nil {
 		return &Result{Failures: []Failure{{Reason: "no policy set has been loaded from " + e.opts.Directory + " yet",
 			Code: reasonNotLoaded, Err: errors.New("no policy set loaded")}}}
 	}
-	if len(set.policies) == 0 {
+	if len(p.indices) == 0 {
 		return &Result{}
 	}
 	start := time.Now()
@@ -71,23 +147,33 @@ func (e *Engine) evaluate(ctx context.Context, input ast.Value) *Result {
 	}
 	defer func() { <-e.sem }()
 
-	rs, err := set.all.Eval(ctx, rego.EvalParsedInput(input))
-	if err == nil {
-		res := &Result{}
-		decode(res, set.policies, rs)
-		return res
+	query := p.query
+	if query == nil {
+		if q, ok := set.subset(p.indices); ok && q.err == nil {
+			query = &q.pq
+		}
 	}
-	if topdown.IsCancel(err) || ctx.Err() != nil {
-		return &Result{Failures: []Failure{e.contextFailure(ctx, start, false)}}
+	if query != nil {
+		rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
+		if err == nil {
+			res := &Result{}
+			decode(res, pick(set.policies, p.indices), rs)
+			return res
+		}
+		if topdown.IsCancel(err) || ctx.Err() != nil {
+			return &Result{Failures: []Failure{e.contextFailure(ctx, start, false)}}
+		}
 	}
-	// Some policy failed. Evaluate them one by one: this names the failing
-	// policy, and the healthy ones still count (under onError=allow a broken
-	// policy must not switch the others off).
+	// Some policy failed, or this part of the set has no combined query.
+	// Evaluate them one by one: this names the failing policy, and the healthy
+	// ones still count (under onError=allow a broken policy must not switch the
+	// others off).
 	res := &Result{}
-	for i, p := range set.policies {
+	for _, i := range p.indices {
+		pol := set.policies[i]
 		pq, err := set.single(i)
 		if err != nil {
-			res.Failures = append(res.Failures, Failure{Policy: p, Reason: shorten(err.Error()), Code: reasonEvaluation, Err: err})
+			res.Failures = append(res.Failures, Failure{Policy: pol, Reason: shorten(err.Error()), Code: reasonEvaluation, Err: err})
 			continue
 		}
 		rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
@@ -96,7 +182,7 @@ func (e *Engine) evaluate(ctx context.Context, input ast.Value) *Result {
 				res.Failures = append(res.Failures, e.contextFailure(ctx, start, false))
 				return res
 			}
-			res.Failures = append(res.Failures, Failure{Policy: p, Reason: evalReason(err), Code: reasonEvaluation, Err: err})
+			res.Failures = append(res.Failures, Failure{Policy: pol, Reason: evalReason(err), Code: reasonEvaluation, Err: err})
 			continue
 		}
 		decode(res, set.policies[i:i+1], rs)

@@ -2,3 +2,11 @@ package policies
 
 // SlotsInUse lets tests wait until an evaluation holds a concurrency slot.
 func (e *Engine) SlotsInUse() int { return len(e.sem) }
+
+// SetMaxSubsets lowers the subset-query cache bound for a test; it returns the
+// function that restores it.
+func SetMaxSubsets(n int) (restore func()) {
+	old := maxSubsets
+	maxSubsets = n
+	return func() { maxSubsets = old }
+}

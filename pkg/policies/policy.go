@@ -30,6 +30,9 @@ type Policy struct {
 	// HasDeny and HasWarn report which of the two rules the package defines.
 	HasDeny bool
 	HasWarn bool
+	// Match is METADATA custom.match: the requests the policy applies to; nil
+	// applies to every request the policy step judges.
+	Match *Match
 
 	path ast.Ref
 }

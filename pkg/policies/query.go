@@ -3,25 +3,59 @@ package policies
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // policySet is one compiled version of the policy directory with its queries
-// prepared. It is never modified after it is swapped in.
+// prepared. It is never modified after it is swapped in, but for the caches of
+// queries prepared on first use.
 type policySet struct {
 	version  uint64
 	hash     string
 	policies []*Policy
 	compiled *compiled
-	// all evaluates every policy in one query: the fast path.
+	// all evaluates every policy in one query: for a request without a subject.
 	all rego.PreparedEvalQuery
+	// groups index the policies by what is known when the set loads: for each
+	// catalog kind and operation, the policies whose custom.match kinds and
+	// operations hold, with their combined query prepared.
+	groups map[groupKey]*group
 	// each evaluates one policy, prepared on first use: when the combined query
 	// fails, it tells which policy failed and keeps the others' results.
 	each []*lazyQuery
+	// subsets are combined queries of the part of a group a request's
+	// namespace and labels select, prepared on first use, at most maxSubsets.
+	subsetMu sync.Mutex
+	subsets  map[string]*lazyQuery
+}
+
+// maxSubsets bounds the subset queries a set keeps. Beyond it, a request whose
+// namespace or labels select an uncached part of a group evaluates that part
+// policy by policy: correct, only slower.
+var maxSubsets = 256
+
+type groupKey struct {
+	kind schema.GroupKind
+	op   admissionv1.Operation
+}
+
+// group is the policies that apply to one kind and operation, in set order.
+type group struct {
+	indices []int
+	// dynamic reports whether some policy of the group also matches by
+	// namespace or labels.
+	dynamic bool
+	// query evaluates the whole group; nil when it has no policy.
+	query *rego.PreparedEvalQuery
 }
 
 type lazyQuery struct {
@@ -103,7 +137,92 @@ func buildSet(ctx context.Context, dir string, snap *snapshot) (*policySet, erro
 			return nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
 		}
 	}
+	if s.groups, err = buildGroups(ctx, policies, c, s.all); err != nil {
+		return nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
+	}
+	s.subsets = map[string]*lazyQuery{}
 	return s, nil
+}
+
+// buildGroups indexes the policies by every catalog kind and judged operation.
+// Keys with the same policies share one group and one prepared query; the group
+// of every policy reuses the set's combined query.
+func buildGroups(ctx context.Context, policies []*Policy, c *compiled, all rego.PreparedEvalQuery) (map[groupKey]*group, error) {
+	out := map[groupKey]*group{}
+	bySignature := map[string]*group{}
+	for _, in := range integrations.All() {
+		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+			key := groupKey{kind: in.GVK.GroupKind(), op: op}
+			var indices []int
+			for i, p := range policies {
+				if p.Match.static(key.kind, op) {
+					indices = append(indices, i)
+				}
+			}
+			sig := signature(indices)
+			g := bySignature[sig]
+			if g == nil {
+				g = &group{indices: indices}
+				for _, i := range indices {
+					g.dynamic = g.dynamic || policies[i].Match.hasDynamic()
+				}
+				switch {
+				case len(indices) == 0:
+				case len(indices) == len(policies):
+					g.query = &all
+				default:
+					q, err := prepare(ctx, c, queryFor(pick(policies, indices)))
+					if err != nil {
+						return nil, err
+					}
+					g.query = &q
+				}
+				bySignature[sig] = g
+			}
+			out[key] = g
+		}
+	}
+	return out, nil
+}
+
+// signature names a list of policy indices, as a cache key.
+func signature(indices []int) string {
+	var b strings.Builder
+	for i, n := range indices {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+func pick(policies []*Policy, indices []int) []*Policy {
+	out := make([]*Policy, len(indices))
+	for i, n := range indices {
+		out[i] = policies[n]
+	}
+	return out
+}
+
+// subset is the combined query of some policies, prepared on first use; ok is
+// false when the cache is full and the caller must evaluate them one by one.
+func (s *policySet) subset(indices []int) (q *lazyQuery, ok bool) {
+	sig := signature(indices)
+	s.subsetMu.Lock()
+	q = s.subsets[sig]
+	if q == nil && len(s.subsets) < maxSubsets {
+		q = &lazyQuery{}
+		s.subsets[sig] = q
+	}
+	s.subsetMu.Unlock()
+	if q == nil {
+		return nil, false
+	}
+	q.once.Do(func() {
+		q.pq, q.err = prepare(context.Background(), s.compiled, queryFor(pick(s.policies, indices)))
+	})
+	return q, true
 }
 
 // single is policy i's own query. It is prepared without the request's context:

@@ -61,7 +61,8 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 	if req.Object == nil || t.Integration == nil || workload.QueueName(req.Object, t.Integration) == "" {
 		return nil
 	}
-	if s.engine.empty() {
+	plan := s.engine.Plan(subject(req, t, view))
+	if plan.Empty() {
 		return nil
 	}
 	var res *Result
@@ -79,11 +80,24 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 		if input, err := buildInput(req, t, view, facts); err != nil {
 			res = s.engine.inputFailure(err)
 		} else {
-			res = s.engine.Evaluate(ctx, input)
+			res = plan.Evaluate(ctx, input)
 		}
 	}
 	s.apply(ctx, res, d)
 	return nil
+}
+
+// subject is what the policies' custom.match is matched against.
+func subject(req *admission.Request, t admission.Target, view cluster.View) *Subject {
+	sub := &Subject{Kind: t.Integration.GVK.GroupKind(), Operation: req.Operation, Namespace: req.Namespace,
+		Labels: req.Object.GetLabels()}
+	if sub.Namespace == "" {
+		sub.Namespace = req.Object.GetNamespace()
+	}
+	if ns, ok := view.Namespace(sub.Namespace); ok && ns != nil {
+		sub.NamespaceLabels = ns.Labels
+	}
+	return sub
 }
 
 // apply adds a Result to a Decision. Violation messages are bare: the handler

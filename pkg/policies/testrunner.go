@@ -109,6 +109,11 @@ func RunTests(ctx context.Context, dir string, w io.Writer, o TestOptions) (pass
 		return false, &LoadError{Dir: dir, Problems: problems(dir, err)}
 	}
 	results := collectResults(ch, dir)
+	// The server refuses a set whose METADATA it cannot honour (an unknown
+	// enforcement, a custom.match it cannot apply): so does the test run.
+	if _, err := discover(dir, &compiled{compiler: compiler, store: store, modules: modules}); err != nil {
+		return false, err
+	}
 	passed = allPassed(results)
 
 	var coverage *cover.Report

@@ -201,4 +201,13 @@ test_over if {
 		_, err := policies.RunTests(context.Background(), dir, &out, policies.TestOptions{})
 		Expect(err).To(MatchError(ContainSubstring("p_test.rego")))
 	})
+
+	It("refuses a policy whose custom.match the server would refuse, as the server does", func() {
+		writeFiles(dir, map[string]string{
+			"p.rego":      matchPolicy("t.p", "operations: [DELETE]"),
+			"p_test.rego": "package t.p_test\n\ntest_a if true\n",
+		})
+		_, err := policies.RunTests(context.Background(), dir, &out, policies.TestOptions{})
+		Expect(err).To(MatchError(And(ContainSubstring("p.rego:"), ContainSubstring(`"DELETE" is not CREATE or UPDATE`))))
+	})
 })

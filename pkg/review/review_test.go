@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -229,5 +230,23 @@ data: {a: b}
 		Expect(rep.Objects[0].Reason).To(ContainSubstring("pass it with --config"))
 		Expect(rep.Objects[1].Status).To(Equal(review.StatusSkipped))
 		Expect(rep.ExitCode).To(Equal(review.ExitAllowed))
+	})
+
+	It("applies a policy only where its custom.match selects the object, as the server does", func() {
+		dir := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(dir, "p.rego"), []byte(`# METADATA
+# title: Sandbox jobs
+# custom:
+#   match:
+#     namespaces: [sandbox-*]
+package sandbox
+
+deny contains "sandboxes run no jobs" if true
+`), 0o644)).To(Succeed())
+		inTeam := run(review.Options{PolicyDir: dir}, queuedJob)
+		Expect(inTeam.Objects[0].Findings).To(BeEmpty())
+		inSandbox := run(review.Options{PolicyDir: dir}, strings.Replace(queuedJob, "namespace: team", "namespace: sandbox-1", 1))
+		Expect(inSandbox.Objects[0].Findings).To(ContainElement(HaveField("Rule", "sandbox")))
+		Expect(inSandbox.Objects[0].Status).To(Equal("denied"))
 	})
 })

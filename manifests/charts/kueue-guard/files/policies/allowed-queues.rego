@@ -8,6 +8,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: deny
+#   match:
+#     operations: [CREATE, UPDATE]
 package kueue_guard.allowed_queues
 
 import data.kueue_guard.lib

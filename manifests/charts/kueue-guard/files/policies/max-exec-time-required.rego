@@ -8,6 +8,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: warn
+#   match:
+#     operations: [CREATE]
 package kueue_guard.max_exec_time_required
 
 import data.kueue_guard.lib

@@ -10,6 +10,8 @@
 #   - input: schema.input
 # custom:
 #   enforcement: deny
+#   match:
+#     operations: [CREATE, UPDATE]
 package kueue_guard.priority_class_allowed
 
 import data.kueue_guard.lib

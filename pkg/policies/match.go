@@ -1,0 +1,204 @@
+package policies
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// matchCustom is the METADATA custom key that says what a policy applies to.
+const matchCustom = "match"
+
+// Match is what a policy applies to, from its METADATA custom.match, in the
+// spirit of Gatekeeper's match: a request is evaluated by the policy only when
+// every criterion it sets holds. A policy without custom.match applies to every
+// workload the policy step judges. The engine indexes policies by kind and
+// operation when it loads a set, so policies that do not apply to a request cost
+// it nothing.
+type Match struct {
+	// Kinds are the workload kinds the policy applies to; empty means every kind.
+	Kinds []KindMatch `json:"kinds,omitempty"`
+	// Namespaces are the namespaces it applies to; empty means every namespace.
+	// An entry ending in * matches by prefix (team-*).
+	Namespaces []string `json:"namespaces,omitempty"`
+	// ExcludedNamespaces are namespaces it never applies to, with the same
+	// prefix form; they win over Namespaces and NamespaceSelector.
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// NamespaceSelector selects namespaces by their labels (kubernetes.io/metadata.name
+	// included, as the API server sets it on every namespace).
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// LabelSelector selects workloads by the object's own metadata.labels.
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	// Operations are CREATE and/or UPDATE; empty means both.
+	Operations []admissionv1.Operation `json:"operations,omitempty"`
+
+	nsSelector  labels.Selector
+	objSelector labels.Selector
+}
+
+// KindMatch selects kinds by API group and kind name; "*" in either list
+// matches any, and "" is the core group (bare Pods).
+type KindMatch struct {
+	APIGroups []string `json:"apiGroups"`
+	Kinds     []string `json:"kinds"`
+}
+
+// Subject is what the index matches a request by.
+type Subject struct {
+	Kind      schema.GroupKind
+	Operation admissionv1.Operation
+	Namespace string
+	// NamespaceLabels are the namespace's labels (nil when the namespace is not
+	// known: only its name label is then matched).
+	NamespaceLabels map[string]string
+	// Labels are the object's own labels.
+	Labels map[string]string
+}
+
+// parseMatch reads custom.match. Unknown keys are refused, so that a typo
+// (namespaceSelecter) cannot silently widen a policy to every request.
+func parseMatch(v any) (*Match, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("METADATA custom.%s: %w", matchCustom, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	m := &Match{}
+	if err := dec.Decode(m); err != nil {
+		return nil, fmt.Errorf("METADATA custom.%s must be an object with kinds, namespaces, excludedNamespaces, "+
+			"namespaceSelector, labelSelector and operations: %v", matchCustom, err)
+	}
+	for _, op := range m.Operations {
+		if op != admissionv1.Create && op != admissionv1.Update {
+			return nil, fmt.Errorf("METADATA custom.%s.operations: %q is not CREATE or UPDATE, the operations policies judge", matchCustom, op)
+		}
+	}
+	for i, k := range m.Kinds {
+		if len(k.APIGroups) == 0 || len(k.Kinds) == 0 {
+			return nil, fmt.Errorf("METADATA custom.%s.kinds[%d] needs apiGroups and kinds (\"*\" for any)", matchCustom, i)
+		}
+		for _, kind := range k.Kinds {
+			if kind != "*" && !catalogKind(kind) {
+				return nil, fmt.Errorf("METADATA custom.%s.kinds[%d]: %q is not a workload kind kueue-guard judges", matchCustom, i, kind)
+			}
+		}
+	}
+	for _, ns := range append(slices.Clone(m.Namespaces), m.ExcludedNamespaces...) {
+		if ns == "" || strings.Contains(strings.TrimSuffix(ns, "*"), "*") {
+			return nil, fmt.Errorf("METADATA custom.%s: namespace %q must be a name or a prefix ending in *", matchCustom, ns)
+		}
+	}
+	if m.nsSelector, err = selector(m.NamespaceSelector, "namespaceSelector"); err != nil {
+		return nil, err
+	}
+	if m.objSelector, err = selector(m.LabelSelector, "labelSelector"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func selector(s *metav1.LabelSelector, what string) (labels.Selector, error) {
+	if s == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("METADATA custom.%s.%s: %w", matchCustom, what, err)
+	}
+	return sel, nil
+}
+
+func catalogKind(kind string) bool {
+	for _, in := range integrations.All() {
+		if in.GVK.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// static reports whether the parts of the match known when the set loads —
+// kind and operation — hold for a request.
+func (m *Match) static(gk schema.GroupKind, op admissionv1.Operation) bool {
+	if m == nil {
+		return true
+	}
+	if len(m.Operations) > 0 && !slices.Contains(m.Operations, op) {
+		return false
+	}
+	if len(m.Kinds) == 0 {
+		return true
+	}
+	for _, k := range m.Kinds {
+		if anyOf(k.APIGroups, gk.Group) && anyOf(k.Kinds, gk.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// dynamic reports whether the request-dependent parts hold: namespaces and
+// selectors.
+func (m *Match) dynamic(s *Subject) bool {
+	if m == nil {
+		return true
+	}
+	if namespaceIn(m.ExcludedNamespaces, s.Namespace) {
+		return false
+	}
+	if len(m.Namespaces) > 0 && !namespaceIn(m.Namespaces, s.Namespace) {
+		return false
+	}
+	if m.nsSelector != nil && !m.nsSelector.Matches(namespaceLabels(s)) {
+		return false
+	}
+	if m.objSelector != nil && !m.objSelector.Matches(labels.Set(s.Labels)) {
+		return false
+	}
+	return true
+}
+
+// hasDynamic reports whether dynamic can ever be false.
+func (m *Match) hasDynamic() bool {
+	return m != nil && (len(m.Namespaces) > 0 || len(m.ExcludedNamespaces) > 0 || m.nsSelector != nil || m.objSelector != nil)
+}
+
+// namespaceLabels are the namespace's labels with the name label the API server
+// sets on every namespace, so a selector on it works before the namespace is
+// cached.
+func namespaceLabels(s *Subject) labels.Set {
+	out := make(labels.Set, len(s.NamespaceLabels)+1)
+	for k, v := range s.NamespaceLabels {
+		out[k] = v
+	}
+	out[corev1.LabelMetadataName] = s.Namespace
+	return out
+}
+
+func anyOf(list []string, v string) bool {
+	return slices.Contains(list, "*") || slices.Contains(list, v)
+}
+
+func namespaceIn(patterns []string, ns string) bool {
+	for _, p := range patterns {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok {
+			if strings.HasPrefix(ns, prefix) {
+				return true
+			}
+		} else if p == ns {
+			return true
+		}
+	}
+	return false
+}
