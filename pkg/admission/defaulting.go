@@ -192,15 +192,19 @@ func (s *Defaulter) Mutate(_ context.Context, req *Request, t Target, view clust
 				d.Warn(RuleMissingLocalQueue, QueueLabelField(in), MissingQueueWarning(choice.LocalQueue, req.Namespace))
 			}
 		}
-		if err := workload.SetLabel(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue); err != nil {
+		obj := req.writable()
+		ops, err := workload.SetLabel(obj, in, integrations.QueueNameLabel, choice.LocalQueue)
+		if err != nil {
 			return fmt.Errorf("setting %s: %w", integrations.QueueNameLabel, err)
 		}
+		d.Patch = append(d.Patch, ops...)
 		// A template label of a kind whose own label Kueue reads would now
 		// disagree with the defaulted queue: the defaulted one wins.
-		workload.AlignNestedLabels(req.Object, in, integrations.QueueNameLabel, choice.LocalQueue)
-		if err := workload.SetAnnotation(req.Object, in, DefaultedByAnnotation, choice.Source); err != nil {
+		d.Patch = append(d.Patch, workload.AlignNestedLabels(obj, in, integrations.QueueNameLabel, choice.LocalQueue)...)
+		if ops, err = workload.SetAnnotation(obj, in, DefaultedByAnnotation, choice.Source); err != nil {
 			return fmt.Errorf("setting %s: %w", DefaultedByAnnotation, err)
 		}
+		d.Patch = append(d.Patch, ops...)
 		d.Defaulted = choice
 		d.Annotate("queue-name", choice.LocalQueue+" ("+choice.Source+")")
 		priority = choice.PriorityClass
@@ -208,10 +212,13 @@ func (s *Defaulter) Mutate(_ context.Context, req *Request, t Target, view clust
 		priority = DefaultPriorityClass(req.Namespace, view)
 	}
 	if priority != "" && workload.PriorityClass(req.Object, in) == "" {
-		if err := workload.SetLabel(req.Object, in, integrations.PriorityClassLabel, priority); err != nil {
+		obj := req.writable()
+		ops, err := workload.SetLabel(obj, in, integrations.PriorityClassLabel, priority)
+		if err != nil {
 			return fmt.Errorf("setting %s: %w", integrations.PriorityClassLabel, err)
 		}
-		workload.AlignNestedLabels(req.Object, in, integrations.PriorityClassLabel, priority)
+		d.Patch = append(d.Patch, ops...)
+		d.Patch = append(d.Patch, workload.AlignNestedLabels(obj, in, integrations.PriorityClassLabel, priority)...)
 	}
 	return nil
 }

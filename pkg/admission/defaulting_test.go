@@ -2,8 +2,10 @@ package admission_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"gomodules.xyz/jsonpatch/v2"
@@ -156,14 +158,59 @@ var _ = Describe("queue defaulting", func() {
 	It("puts a CronJob's label into spec.jobTemplate.metadata.labels, with a minimal patch", func() {
 		req := create(fixtures.CronJob("a", "nightly").Obj())
 		d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q")), req)
-		Expect(d.Patch).To(ConsistOf(
-			jsonpatch.Operation{Operation: "add", Path: "/spec/jobTemplate/metadata",
-				Value: map[string]any{
-					"labels":      map[string]any{queueLabel: "q"},
-					"annotations": map[string]any{guard.DefaultedByAnnotation: "namespace-annotation"},
-				}},
-		))
+		Expect(d.Patch).To(Equal([]jsonpatch.Operation{
+			{Operation: "add", Path: "/spec/jobTemplate/metadata", Value: map[string]any{"labels": map[string]any{queueLabel: "q"}}},
+			{Operation: "add", Path: "/spec/jobTemplate/metadata/annotations",
+				Value: map[string]any{guard.DefaultedByAnnotation: "namespace-annotation"}},
+		}))
 		Expect(d.Object.GetLabels()).NotTo(HaveKey(queueLabel), "the CronJob itself is not a Kueue workload")
+	})
+
+	DescribeTable("emits a patch that turns the object as received into the mutated one, for every catalog kind",
+		func(in *integrations.Integration) {
+			// Template labels that disagree with the default are aligned; keys
+			// with / and ~ are escaped in the patch's paths.
+			obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+					queueLabel: "stale", "a~b/c": "x"}}},
+				"replicatedJobs": []any{map[string]any{"template": map[string]any{"metadata": map[string]any{
+					"labels": map[string]any{queueLabel: "stale", integrations.PriorityClassLabel: "old"}}}}},
+			}}}
+			obj.SetGroupVersionKind(in.GVK)
+			obj.SetNamespace("a")
+			obj.SetName("w")
+			obj.SetAnnotations(map[string]string{"note/x~y": "1"})
+			if in.TemplateQueue {
+				// A kind queued by a pod template's label is not defaulted.
+				unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", queueLabel)
+				unstructured.RemoveNestedField(obj.Object, "spec", "replicatedJobs")
+			}
+			raw, err := json.Marshal(obj.Object)
+			Expect(err).NotTo(HaveOccurred())
+			req := create(obj)
+			req.Raw = raw
+			d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q",
+				guard.DefaultPriorityClassAnnotation: "p"}), lq("a", "q")), req)
+			Expect(d.Patch).NotTo(BeEmpty())
+			patchJSON, err := json.Marshal(d.Patch)
+			Expect(err).NotTo(HaveOccurred())
+			patch, err := jsonpatchapply.DecodePatch(patchJSON)
+			Expect(err).NotTo(HaveOccurred())
+			patched, err := patch.Apply(raw)
+			Expect(err).NotTo(HaveOccurred())
+			want, err := json.Marshal(d.Object.Object)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(patched).To(MatchJSON(want))
+			Expect(req.Object.Object).To(HaveKeyWithValue("metadata", Not(HaveKey("labels"))), "the received object is not edited")
+		},
+		catalogEntries(),
+	)
+
+	It("costs no copy and no patch when there is nothing to change", func() {
+		req := create(fixtures.Job("a", "j").Queue("mine").Obj())
+		d := mutate(p, view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q")), req)
+		Expect(d.Patch).To(BeEmpty())
+		Expect(d.Object).To(BeNil())
 	})
 
 	It("patches only what it adds when labels already exist", func() {

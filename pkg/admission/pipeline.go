@@ -2,12 +2,10 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
 	"slices"
 
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -90,37 +88,39 @@ func (p *Pipeline) target(req *Request) (Target, bool) {
 	return Target{Integration: in, TrustedController: trusted}, true
 }
 
-// Mutate runs the mutating steps on a copy of the object and returns the patch
-// that turns the received object into the mutated one.
+// Mutate runs the mutating steps. Each step that changes the object edits a copy
+// of it and emits the JSON patch operations of its edits, so the patch is built
+// directly, without encoding the object or diffing, and a request that needs no
+// change costs neither a copy nor a patch.
 func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
 	d := &Decision{}
+	if !p.Mutates(req.Operation) {
+		return d, nil
+	}
 	t, ok := p.target(req)
 	if !ok {
 		return d, nil
 	}
-	original := req.Raw
-	if original == nil {
-		var err error
-		if original, err = json.Marshal(req.Object.Object); err != nil {
-			return nil, fmt.Errorf("encoding object: %w", err)
-		}
-	}
 	working := *req
-	working.Object = req.Object.DeepCopy()
+	working.owned = false
 	if err := run(ctx, p.steps.Mutating, MutationStep.Mutate, &working, t, view, d); err != nil {
 		return nil, err
 	}
-	mutated, err := json.Marshal(working.Object.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encoding mutated object: %w", err)
-	}
-	if d.Patch, err = jsonpatch.CreatePatch(original, mutated); err != nil {
-		return nil, fmt.Errorf("computing patch: %w", err)
-	}
-	if len(d.Patch) > 0 {
+	if working.owned {
 		d.Object = working.Object
 	}
 	return d, nil
+}
+
+// Mutates reports whether some mutating step handles the operation: when none
+// does, the webhook answers without reading the object.
+func (p *Pipeline) Mutates(op admissionv1.Operation) bool {
+	for _, s := range p.steps.Mutating {
+		if s.Handles(op) {
+			return true
+		}
+	}
+	return false
 }
 
 // ScaleSubResource is the subresource the validating path judges besides the

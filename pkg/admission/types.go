@@ -40,6 +40,22 @@ type Request struct {
 	Raw       []byte
 	OldObject *unstructured.Unstructured
 	DryRun    bool
+
+	// owned reports whether Object is the mutating path's own copy, which a
+	// mutating step may edit (see writable).
+	owned bool
+}
+
+// writable is the object a mutating step edits: a copy of the received one,
+// made on the first edit, so that a request that needs no change costs no copy.
+// A step that edits it also appends the JSON patch operations of its edits to
+// the decision.
+func (r *Request) writable() *unstructured.Unstructured {
+	if !r.owned {
+		r.Object = r.Object.DeepCopy()
+		r.owned = true
+	}
+	return r.Object
 }
 
 // Enforcement says what a violation does to the response.

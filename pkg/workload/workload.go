@@ -7,8 +7,13 @@
 package workload
 
 import (
+	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,14 +99,20 @@ func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integrati
 }
 
 // AlignNestedLabels sets key to value wherever a nested labels map already sets
-// it, so that a defaulted workload's templates agree with it. It adds the label
-// nowhere new.
-func AlignNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) {
-	visitNestedLabels(obj, in, func(_ []segment, labels map[string]any) {
-		if _, ok := labels[key]; ok {
+// it to something else, so that a defaulted workload's templates agree with it,
+// and returns the JSON patch operations that do the same to the object as
+// received. It adds the label nowhere new.
+func AlignNestedLabels(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) []jsonpatch.Operation {
+	var ops []jsonpatch.Operation
+	visitNestedLabels(obj, in, func(segs []segment, labels map[string]any) {
+		if old, ok := labels[key]; ok && old != value {
 			labels[key] = value
+			ops = append(ops, jsonpatch.NewOperation("replace", segmentsPointer(segs, "metadata", "labels", key), value))
 		}
 	})
+	// The walk visits maps in no particular order: the patch is deterministic.
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+	return ops
 }
 
 // segment is one step of a walk: a map key, or an index (key "") into a list.
@@ -183,26 +194,77 @@ func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integrat
 }
 
 // SetLabel sets one label in the kind's queue-label metadata, creating the maps on
-// the way. It fails only when something on the path is not a map.
-func SetLabel(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) error {
+// the way, and returns the JSON patch operations (RFC 6902) that do the same to
+// the object as received: none when the label already has the value. It fails
+// only when something on the path is not a map.
+func SetLabel(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) ([]jsonpatch.Operation, error) {
 	return setString(obj, in.LabelsPath(), key, value)
 }
 
-// SetAnnotation sets one annotation beside the queue label.
-func SetAnnotation(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) error {
+// SetAnnotation sets one annotation beside the queue label, as SetLabel does.
+func SetAnnotation(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) ([]jsonpatch.Operation, error) {
 	return setString(obj, in.AnnotationsPath(), key, value)
 }
 
-func setString(obj *unstructured.Unstructured, path []string, key, value string) error {
-	m, _, err := unstructured.NestedFieldNoCopy(obj.Object, path...)
-	if err != nil {
-		return err
+// setString sets path.key to value. The patch adds the first map missing on the
+// path with everything below it, or the key to the existing map: one operation,
+// whose value shares nothing with the object, so that later edits of the object
+// do not change what the patch says.
+func setString(obj *unstructured.Unstructured, path []string, key, value string) ([]jsonpatch.Operation, error) {
+	cur := obj.Object
+	for i, seg := range path {
+		next, ok := cur[seg]
+		if !ok || next == nil {
+			cur[seg] = nestedValue(path[i+1:], key, value)
+			return []jsonpatch.Operation{jsonpatch.NewOperation("add", pointer(path[:i+1]...), nestedValue(path[i+1:], key, value))}, nil
+		}
+		m, ok := next.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is not an object", strings.Join(path[:i+1], "."))
+		}
+		cur = m
 	}
-	if mm, ok := m.(map[string]any); ok && mm != nil {
-		mm[key] = value
-		return nil
+	if old, ok := cur[key]; ok && old == value {
+		return nil, nil
 	}
-	return unstructured.SetNestedField(obj.Object, value, append(path, key)...)
+	cur[key] = value
+	return []jsonpatch.Operation{jsonpatch.NewOperation("add", pointer(append(slices.Clone(path), key)...), value)}, nil
+}
+
+// nestedValue is {path[0]: {path[1]: ... {key: value}}}.
+func nestedValue(path []string, key, value string) map[string]any {
+	v := map[string]any{key: value}
+	for i := len(path) - 1; i >= 0; i-- {
+		v = map[string]any{path[i]: v}
+	}
+	return v
+}
+
+// pointerEscaper escapes a JSON pointer's reference token (RFC 6901): ~ first.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer is the JSON pointer of a path of map keys.
+func pointer(keys ...string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(k))
+	}
+	return b.String()
+}
+
+// segmentsPointer is the JSON pointer of a walk's path followed by map keys.
+func segmentsPointer(segs []segment, keys ...string) string {
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		if s.key == "" {
+			b.WriteString(strconv.Itoa(s.index))
+		} else {
+			b.WriteString(pointerEscaper.Replace(s.key))
+		}
+	}
+	return b.String() + pointer(keys...)
 }
 
 // resourceMapKeys are the fields that hold a container's or a node's resource
