@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
 
 	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 )
@@ -42,4 +45,56 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// boundMetrics are one handler's series with its labels bound once, so that a
+// request costs no label hashing: one per operation and decision. A nil
+// boundMetrics (no Metrics given) records nothing.
+type boundMetrics struct {
+	m        *Metrics
+	webhook  string
+	requests map[requestKey]prometheus.Counter
+	latency  map[string]prometheus.Observer
+}
+
+type requestKey struct{ operation, decision string }
+
+var (
+	operations = []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect}
+	decisions  = []string{decisionAllowed, decisionPatched, decisionDenied, decisionError}
+)
+
+func (m *Metrics) bind(webhook string) *boundMetrics {
+	if m == nil {
+		return nil
+	}
+	b := &boundMetrics{m: m, webhook: webhook, requests: map[requestKey]prometheus.Counter{}, latency: map[string]prometheus.Observer{}}
+	for _, d := range decisions {
+		b.latency[d] = m.Latency.WithLabelValues(webhook, d)
+		for _, op := range operations {
+			b.requests[requestKey{string(op), d}] = m.Requests.WithLabelValues(webhook, string(op), d)
+		}
+	}
+	return b
+}
+
+func (b *boundMetrics) observe(op admissionv1.Operation, decision string, took time.Duration) {
+	if b == nil {
+		return
+	}
+	c, ok := b.requests[requestKey{string(op), decision}]
+	if !ok {
+		c = b.m.Requests.WithLabelValues(b.webhook, string(op), decision)
+	}
+	c.Inc()
+	b.latency[decision].Observe(took.Seconds())
+}
+
+// violation counts one violation; rules are many and open-ended (policy ids),
+// so they are not bound ahead.
+func (b *boundMetrics) violation(rule, enforcement string) {
+	if b == nil {
+		return
+	}
+	b.m.Violations.WithLabelValues(b.webhook, rule, enforcement).Inc()
 }

@@ -38,10 +38,13 @@ type Observer func(webhook string, req admission.Request, resp admission.Respons
 
 // Handler serves one webhook path by running one path of the pipeline.
 type Handler struct {
-	name     string
-	run      runFunc
+	name string
+	run  runFunc
+	// needs reports whether an operation can need any work; when it cannot,
+	// the request is answered without reading the object. nil: every one can.
+	needs    func(admissionv1.Operation) bool
 	view     cluster.View
-	metrics  *Metrics
+	metrics  *boundMetrics
 	observer Observer
 }
 
@@ -55,17 +58,20 @@ var _ admission.Handler = (*Handler)(nil)
 
 // NewMutatingWorkloads serves /mutate-workloads: queue-name defaulting.
 func NewMutatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
-	return &Handler{name: "mutate-workloads", run: p.Mutate, view: view, metrics: m}
+	const name = "mutate-workloads"
+	return &Handler{name: name, run: p.Mutate, needs: p.Mutates, view: view, metrics: m.bind(name)}
 }
 
 // NewValidatingWorkloads serves /validate-workloads.
 func NewValidatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
-	return &Handler{name: "validate-workloads", run: p.Validate, view: view, metrics: m}
+	const name = "validate-workloads"
+	return &Handler{name: name, run: p.Validate, view: view, metrics: m.bind(name)}
 }
 
 // NewValidatingControllers serves /validate-kueue-controllers: the Kueue singleton guard.
 func NewValidatingControllers(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
-	return &Handler{name: "validate-kueue-controllers", run: p.ValidateControllers, view: view, metrics: m}
+	const name = "validate-kueue-controllers"
+	return &Handler{name: name, run: p.ValidateControllers, view: view, metrics: m.bind(name)}
 }
 
 // Handle implements admission.Handler. It never panics on bad input: a request
@@ -80,15 +86,16 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 	// still runs while it unwinds, so the request is counted as an error. Step
 	// panics never get here: the pipeline contains them per step.
 	defer func() {
-		if h.metrics != nil {
-			h.metrics.Requests.WithLabelValues(h.name, string(ar.Operation), decision).Inc()
-			h.metrics.Latency.WithLabelValues(h.name, decision).Observe(time.Since(start).Seconds())
-		}
+		h.metrics.observe(ar.Operation, decision, time.Since(start))
 		if h.observer != nil {
 			h.observer(h.name, ar, resp)
 		}
 	}()
 
+	if h.needs != nil && !h.needs(ar.Operation) {
+		decision = decisionAllowed
+		return admission.Allowed("")
+	}
 	req, err := newRequest(ar)
 	if err != nil {
 		logger.V(1).Info("rejecting unreadable request", "error", err.Error())
@@ -100,10 +107,9 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	for _, v := range d.Violations {
-		if h.metrics != nil {
-			h.metrics.Violations.WithLabelValues(h.name, v.Rule, string(v.Enforcement)).Inc()
-		}
-		logger.Info("rule violated", "rule", v.Rule, "enforcement", v.Enforcement, "field", v.Field, "message", v.Message)
+		h.metrics.violation(v.Rule, string(v.Enforcement))
+		// A denial is logged with its decision below; warnings are routine.
+		logger.V(1).Info("rule violated", "rule", v.Rule, "enforcement", v.Enforcement, "field", v.Field, "message", v.Message)
 	}
 	resp = response(req, d)
 	switch {
@@ -114,14 +120,24 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 	default:
 		decision = decisionAllowed
 	}
-	// Every denial or warning is logged with its request; plain admissions only
-	// at V(1), so that a busy cluster's log stays readable.
-	if decision == decisionDenied || len(d.Warnings) > 0 {
-		logger.Info("decided", "decision", d.Summary())
+	// Every denial is logged with its request and the rules that denied it;
+	// admissions, with or without warnings, only at V(1), so that a busy
+	// cluster's log stays readable (warnings are counted by rule).
+	if decision == decisionDenied {
+		logger.Info("decided", "decision", d.Summary(), "violations", denialText(d))
 	} else {
 		logger.V(1).Info("decided", "decision", d.Summary())
 	}
 	return resp
+}
+
+// denialText lists the denying violations as "[rule] field: message".
+func denialText(d *guard.Decision) []string {
+	var out []string
+	for _, v := range d.Denials() {
+		out = append(out, fmt.Sprintf("[%s] %s: %s", v.Rule, fieldPath(v.Field), v.Message))
+	}
+	return out
 }
 
 // newRequest decodes an AdmissionRequest into the pipeline's Request.

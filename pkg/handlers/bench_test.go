@@ -1,0 +1,131 @@
+package handlers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+// BenchmarkHandler measures one AdmissionReview as the server answers it, HTTP
+// and TLS aside: controller-runtime's decoding of the review, the handler, the
+// pipeline with the shipped policies, and the encoded response. Its allocations
+// per request are the budget docs/performance.md reports.
+func BenchmarkHandler(b *testing.B) {
+	p, view := handlerBenchPipeline(b)
+	mutate := &admission.Webhook{Handler: handlers.NewMutatingWorkloads(p, view, nil)}
+	validate := &admission.Webhook{Handler: handlers.NewValidatingWorkloads(p, view, nil)}
+	job := fixtures.Job("ml", "j").Parallelism(4).Requests("cpu", "1").Requests("memory", "1Gi").Requests("nvidia.com/gpu", "1").Obj()
+	queued := job.DeepCopy()
+	queued.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/max-exec-time-seconds": "600"})
+	jobSet := fixtures.JobSet("ml", "js").Queue("q").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
+		Requests("cpu", "1").Requests("memory", "1Gi").Obj()
+	cases := []struct {
+		name    string
+		webhook *admission.Webhook
+		op      admissionv1.Operation
+		obj     *unstructured.Unstructured
+	}{
+		{"mutate/Job/CREATE/unlabeled", mutate, admissionv1.Create, job},
+		{"mutate/Job/CREATE/labeled", mutate, admissionv1.Create, queued},
+		{"mutate/Job/UPDATE", mutate, admissionv1.Update, queued},
+		{"validate/Job/CREATE/labeled", validate, admissionv1.Create, queued},
+		{"validate/Job/UPDATE/labeled", validate, admissionv1.Update, queued},
+		{"validate/JobSet/CREATE/labeled", validate, admissionv1.Create, jobSet},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			body := reviewBody(b, c.op, c.obj)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				c.webhook.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
+
+func reviewBody(b *testing.B, op admissionv1.Operation, obj *unstructured.Unstructured) []byte {
+	b.Helper()
+	raw, err := json.Marshal(obj.Object)
+	if err != nil {
+		b.Fatal(err)
+	}
+	gvk := obj.GroupVersionKind()
+	req := &admissionv1.AdmissionRequest{
+		UID:       "bench",
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Namespace: obj.GetNamespace(), Name: obj.GetName(), Operation: op,
+		Object: runtime.RawExtension{Raw: raw},
+	}
+	if op == admissionv1.Update {
+		req.OldObject = runtime.RawExtension{Raw: raw}
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// handlerBenchPipeline is the server's pipeline with the shipped policies, over a
+// namespace with a default queue, its LocalQueue and a ClusterQueue in a cohort.
+func handlerBenchPipeline(b *testing.B) (*guard.Pipeline, cluster.View) {
+	b.Helper()
+	eng, err := policies.NewEngine(policies.Options{Directory: filepath.Join("..", "..", "policies"), OnError: config.OnErrorDeny})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := eng.Load(); err != nil {
+		b.Fatal(err)
+	}
+	p, err := guard.Build(config.Default(), "kueue-guard-system", policies.NewStep(eng))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: kueue.ClusterQueueSpec{
+		CohortName: "research",
+		ResourceGroups: []kueue.ResourceGroup{{
+			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
+			Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
+				{Name: "cpu", NominalQuota: resource.MustParse("100")},
+				{Name: "memory", NominalQuota: resource.MustParse("100Gi")},
+				{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("8"))},
+			}}},
+		}},
+	}}
+	view, err := cluster.NewSnapshot(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
+		&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}},
+		cq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p, view
+}
