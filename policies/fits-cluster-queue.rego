@@ -4,8 +4,8 @@
 #   Denies a new workload, or an update that grows one, that can never be admitted by its ClusterQueue: even at
 #   the fewest pods Kueue may admit it with (partial admission's minCount; one pod of a Deployment, one group of
 #   a LeaderWorkerSet), its request of a resource exceeds what every flavor of the queue together could
-#   provide with full borrowing (input.clusterQueue.capacity: each flavor's quota plus what its cohort tree may
-#   lend it, within borrowing and lending limits, as Kueue's scheduler computes it), or one
+#   provide with full borrowing (input.clusterQueue.resources, from capacity: each flavor's quota plus what its
+#   cohort tree may lend it, within borrowing and lending limits, as Kueue's scheduler computes it), or one
 #   pod set needs more than the largest flavor. Warns when the
 #   workload needs more than is free now, or requests a resource the queue has no
 #   quota for. (A stopped queue is reported by kueue-guard's built-in queue checks.)
@@ -35,42 +35,24 @@ requested contains r if {
 	not excluded(r)
 }
 
-# flavors[r] are the queue's quotas of each requested resource. Rules keyed by
-# resource, rather than functions, so that each is computed once per request.
-flavors[r] := [q | some q in cq.quotas; q.resource == r] if {
-	is_object(cq)
+# res[r] is the queue's totals of a requested resource, summed over its flavors
+# by kueue-guard (input.clusterQueue.resources); undefined without quota for it.
+res[r] := cq.resources[r] if {
 	some r in requested
+	count(cq.resources[r].flavors) > 0
 }
 
-# capacity[r][flavor] is the most a flavor can ever give this queue of r, over
-# its cohort tree: computed by kueue-guard with Kueue's own scheduler code
-# (input.clusterQueue.capacity), the same numbers --explain shows.
-capacity[r][c.flavor] := c.max if {
-	some c in cq.capacity
-	r := c.resource
-	r in requested
+# known[r]: the queue's capacity of r is known (Kueue would admit to it).
+known[r] := t if {
+	some r, t in res
+	t.max != null
 }
-
-# capacities[r] are the flavors' capacities of r.
-capacities[r] := [m | some m in caps] if some r, caps in capacity
-
-# max_total[r] is the most the queue can ever give of r.
-max_total[r] := sum(caps) if some r, caps in capacities
-
-# free(q) is what a flavor can give now: its capacity minus the quota in use or
-# reserved by its own workloads (other queues' use of the cohort is not known
-# here, so this only warns).
-free(q) := max([0, capacity[q.resource][q.flavor] - max([q.used, q.reserved])])
-
-available[r] := sum([free(q) | some q in flavors[r]]) if capacities[r]
 
 too_big contains r if {
-	some r, cap in max_total
-	input.workload.minUnitRequests[r] > cap
+	some r, t in known
+	input.workload.minUnitRequests[r] > t.max
 }
 
-# at_least says, when Kueue may admit less than the whole workload, what the
-# least it would admit needs.
 at_least(r) := "" if {
 	input.workload.minUnitRequests[r] == input.workload.totalRequests[r]
 } else := sprintf(" (at least %s at the fewest pods Kueue may admit it with)", [lib.amount(r, input.workload.minUnitRequests[r])])
@@ -88,12 +70,17 @@ unit_pods(ps) := ps.count if {
 	ps.minCount == null
 }
 
-explain(r) := sprintf("(nominal %s, and what cohort %q can lend it)", [lib.amount(r, q.nominal), cohort]) if {
-	[q] := flavors[r]
+explain(r) := sprintf("(nominal %s, and what cohort %q can lend it)", [lib.amount(r, nominal(r)), cohort]) if {
+	count(res[r].flavors) == 1
 	cohort != null
-} else := sprintf("(nominal %s; no cohort to borrow from)", [lib.amount(r, q.nominal)]) if {
-	[q] := flavors[r]
-} else := sprintf("(across flavors %s)", [concat(", ", [q.flavor | some q in flavors[r]])])
+} else := sprintf("(nominal %s; no cohort to borrow from)", [lib.amount(r, nominal(r))]) if {
+	count(res[r].flavors) == 1
+} else := sprintf("(across flavors %s)", [concat(", ", res[r].flavors)])
+
+nominal(r) := q.nominal if {
+	some q in cq.quotas
+	q.resource == r
+}
 
 deny contains msg if {
 	lib.judged
@@ -101,17 +88,17 @@ deny contains msg if {
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
 		"requests %s %s%s but ClusterQueue %q can provide at most %s %s",
-		[lib.amount(r, total), r, at_least(r), cq.name, lib.amount(r, max_total[r]), explain(r)],
+		[lib.amount(r, total), r, at_least(r), cq.name, lib.amount(r, known[r].max), explain(r)],
 	)
 }
 
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
 	lib.judged
-	some r, caps in capacities
-	count(caps) > 1
+	some r, t in known
+	count(t.flavors) > 1
 	not r in too_big
-	largest := max(caps)
+	largest := t.largestFlavor
 	some ps in input.workload.podSets
 	need := unit_pods(ps) * object.get(ps.requests, r, 0)
 	need > largest
@@ -123,8 +110,9 @@ deny contains msg if {
 
 warn contains msg if {
 	lib.judged
-	some r, free_now in available
+	some r, t in known
 	not r in too_big
+	free_now := t.free
 	input.workload.minUnitRequests[r] > free_now
 	msg := sprintf(
 		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
@@ -134,7 +122,8 @@ warn contains msg if {
 
 warn contains msg if {
 	lib.judged
-	some r, qs in flavors
-	count(qs) == 0
+	is_object(cq)
+	some r in requested
+	not res[r]
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
 }

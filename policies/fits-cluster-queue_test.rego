@@ -15,6 +15,15 @@ quota(flavor, resource, nominal, borrowing, used) := {
 cq(cohort, quotas) := {
 	"name": "cq", "cohort": cohort, "stopPolicy": "None", "quotas": quotas,
 	"capacity": [{"flavor": q.flavor, "resource": q.resource, "max": cap(cohort, q)} | some q in quotas],
+	"resources": {r: totals(cohort, [q | some q in quotas; q.resource == r]) | some q0 in quotas; r := q0.resource},
+}
+
+# totals is input.clusterQueue.resources[r] as kueue-guard sums it.
+totals(cohort, qs) := {
+	"flavors": [q.flavor | some q in qs],
+	"max": sum([cap(cohort, q) | some q in qs]),
+	"largestFlavor": max([cap(cohort, q) | some q in qs]),
+	"free": sum([max([0, cap(cohort, q) - max([q.used, q.reserved])]) | some q in qs]),
 }
 
 cap(null, q) := q.nominal
@@ -134,4 +143,15 @@ test_partially_admissible_job_is_judged_at_its_minimum if {
 test_a_deployment_is_judged_per_pod if {
 	wl := object.union(workload(20, 1), {"admissionUnit": "pod", "unitRequests": {gpu: 1, "cpu": 1}, "minUnitRequests": {gpu: 1, "cpu": 1}})
 	count(policy.deny) == 0 with input as inp(gpu_queue(0), wl)
+}
+
+# Without capacity (Kueue would not admit to the queue) there is nothing to
+# compare with: no denial, and the quota is still there, so no "no quota" warning.
+test_unknown_capacity_no_opinion if {
+	queue := object.union(gpu_queue(0), {"capacity": [], "resources": {
+		gpu: {"flavors": ["a100"], "max": null, "largestFlavor": null, "free": null},
+		"cpu": {"flavors": ["default"], "max": null, "largestFlavor": null, "free": null},
+	}})
+	count(policy.deny) == 0 with input as inp(queue, workload(100, 8))
+	count(policy.warn) == 0 with input as inp(queue, workload(100, 8))
 }

@@ -337,6 +337,77 @@ func usageIndex(usage []kueue.FlavorUsage) map[flavorResource]resource.Quantity 
 	return m
 }
 
+// resourceTotals is one resource of a ClusterQueue over all its flavors.
+type resourceTotals struct {
+	flavors            []string
+	known              bool
+	max, largest, free resource.Quantity
+}
+
+// resourcesTerm sums, per resource, what a quota policy would otherwise compute
+// in Rego on every request: the flavors that have quota for it (in spec order),
+// and over their capacity (nil when unknown) the most the queue can ever give,
+// the most one flavor can, and what is free now (capacity minus the larger of
+// used and reserved, never below 0, summed over the flavors).
+func resourcesTerm(cq *kueue.ClusterQueue, caps []cluster.Capacity, used, reserved map[flavorResource]resource.Quantity) *ast.Term {
+	capOf := make(map[flavorResource]resource.Quantity, len(caps))
+	totals := map[string]*resourceTotals{}
+	get := func(r string) *resourceTotals {
+		t := totals[r]
+		if t == nil {
+			t = &resourceTotals{}
+			totals[r] = t
+		}
+		return t
+	}
+	for _, c := range caps {
+		key := flavorResource{c.Flavor, string(c.Resource)}
+		capOf[key] = c.Max
+		t := get(key.resource)
+		t.known = true
+		t.max.Add(c.Max)
+		if c.Max.Cmp(t.largest) > 0 {
+			t.largest = c.Max.DeepCopy()
+		}
+	}
+	for _, rg := range cq.Spec.ResourceGroups {
+		for _, f := range rg.Flavors {
+			for _, r := range f.Resources {
+				key := flavorResource{string(f.Name), string(r.Name)}
+				t := get(key.resource)
+				t.flavors = append(t.flavors, key.flavor)
+				c, ok := capOf[key]
+				if !ok {
+					continue
+				}
+				taken := used[key]
+				if res := reserved[key]; res.Cmp(taken) > 0 {
+					taken = res
+				}
+				free := c.DeepCopy()
+				free.Sub(taken)
+				if free.Sign() > 0 {
+					t.free.Add(free)
+				}
+			}
+		}
+	}
+	o := ast.NewObjectWithCapacity(len(totals))
+	for r, t := range totals {
+		max, largest, free := ast.NullTerm(), ast.NullTerm(), ast.NullTerm()
+		if t.known {
+			max, largest, free = quantityTerm(t.max), quantityTerm(t.largest), quantityTerm(t.free)
+		}
+		o.Insert(str(r), ast.ObjectTerm(
+			item("flavors", stringsTerm(t.flavors)),
+			item("max", max),
+			item("largestFlavor", largest),
+			item("free", free),
+		))
+	}
+	return ast.NewTerm(o)
+}
+
 // clusterQueueTerm flattens spec.resourceGroups[].flavors[].resources[] into one
 // quota per flavor and resource, joined with status.flavorsUsage (used: admitted
 // workloads) and status.flavorsReservation (reserved: workloads holding quota,
@@ -362,15 +433,14 @@ func clusterQueueTerm(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
 			}
 		}
 	}
-	var capacity []*ast.Term
-	if caps, ok := view.ClusterQueueCapacity(cq.Name); ok {
-		for _, c := range caps {
-			capacity = append(capacity, ast.ObjectTerm(
-				item("flavor", str(c.Flavor)),
-				item("resource", str(string(c.Resource))),
-				item("max", quantityTerm(c.Max)),
-			))
-		}
+	caps, _ := view.ClusterQueueCapacity(cq.Name)
+	capacity := make([]*ast.Term, 0, len(caps))
+	for _, c := range caps {
+		capacity = append(capacity, ast.ObjectTerm(
+			item("flavor", str(c.Flavor)),
+			item("resource", str(string(c.Resource))),
+			item("max", quantityTerm(c.Max)),
+		))
 	}
 	cohort := ast.NullTerm()
 	if cq.Spec.CohortName != "" {
@@ -383,6 +453,7 @@ func clusterQueueTerm(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
 		item("active", activeTerm(cq.Status.Conditions, kueue.ClusterQueueActive)),
 		item("quotas", ast.ArrayTerm(quotas...)),
 		item("capacity", ast.ArrayTerm(capacity...)),
+		item("resources", resourcesTerm(cq, caps, used, reserved)),
 		item("pendingWorkloads", intTerm(cq.Status.PendingWorkloads)),
 		item("reservingWorkloads", intTerm(cq.Status.ReservingWorkloads)),
 		item("admittedWorkloads", intTerm(cq.Status.AdmittedWorkloads)),

@@ -186,6 +186,13 @@ var _ = Describe("BuildInput", func() {
 				map[string]any{"flavor": "a100", "resource": "memory", "nominal": 256.0 * 1024 * 1024 * 1024, "borrowingLimit": nil, "lendingLimit": nil, "used": 1024.0 * 1024 * 1024, "reserved": 0.0},
 				map[string]any{"flavor": "spot", "resource": gpu, "nominal": 0.0, "borrowingLimit": 8.0, "lendingLimit": nil, "used": 0.0, "reserved": 0.0},
 			},
+			// Summed over flavors: free is capacity minus the larger of used
+			// and reserved (4 - 3 GPUs on a100, nothing on spot).
+			"resources": map[string]any{
+				gpu:      map[string]any{"flavors": []any{"a100", "spot"}, "max": 4.0, "largestFlavor": 4.0, "free": 1.0},
+				"cpu":    map[string]any{"flavors": []any{"a100"}, "max": 64.0, "largestFlavor": 64.0, "free": 64.0},
+				"memory": map[string]any{"flavors": []any{"a100"}, "max": 256.0 * 1024 * 1024 * 1024, "largestFlavor": 256.0 * 1024 * 1024 * 1024, "free": 255.0 * 1024 * 1024 * 1024},
+			},
 		}))
 	})
 
