@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	sigsjson "sigs.k8s.io/json"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/resources"
@@ -270,11 +269,7 @@ func decodeInto(obj *unstructured.Unstructured, into any) error {
 	if spec, ok := obj.Object["spec"]; ok {
 		slim["spec"] = spec
 	}
-	data, err := json.Marshal(slim)
-	if err != nil {
-		return fmt.Errorf("encoding object: %w", err)
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, into); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(slim, into); err != nil {
 		return fmt.Errorf("decoding object: %w", err)
 	}
 	return nil

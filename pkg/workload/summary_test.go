@@ -424,6 +424,14 @@ var _ = Describe("Summarize", func() {
 		Expect(err).To(MatchError(ContainSubstring("overflows")))
 	})
 
+	It("reads fields case-sensitively, as the API server does", func() {
+		// The API server drops "Parallelism": Kueue sees the default, 1 pod.
+		s, err := workload.Summarize(ctx, object("batch/v1", "Job", map[string]any{"Parallelism": int64(50), "template": cpu("1")}))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.PodSets).To(HaveLen(1))
+		Expect(s.PodSets[0].Count).To(Equal(int32(1)))
+	})
+
 	DescribeTable("malformed objects give an error naming the object, never a panic",
 		func(obj *unstructured.Unstructured, wantPrefix string) {
 			var err error
