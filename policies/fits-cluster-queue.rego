@@ -29,7 +29,10 @@ excluded(r) if {
 	startswith(r, prefix)
 }
 
-requested contains r if {
+# The sets and maps below are complete rules (comprehensions), not partial ones:
+# OPA evaluates a complete rule once per request and caches it, where a lookup
+# of one key of a partial rule (res[r]) evaluates every body again.
+requested := {r |
 	some r, v in input.workload.totalRequests
 	v > 0
 	not excluded(r)
@@ -37,18 +40,19 @@ requested contains r if {
 
 # res[r] is the queue's totals of a requested resource, summed over its flavors
 # by kueue-guard (input.clusterQueue.resources); undefined without quota for it.
-res[r] := cq.resources[r] if {
+res := {r: t |
 	some r in requested
-	count(cq.resources[r].flavors) > 0
+	t := cq.resources[r]
+	count(t.flavors) > 0
 }
 
 # known[r]: the queue's capacity of r is known (Kueue would admit to it).
-known[r] := t if {
+known := {r: t |
 	some r, t in res
 	t.max != null
 }
 
-too_big contains r if {
+too_big := {r |
 	some r, t in known
 	input.workload.minUnitRequests[r] > t.max
 }
