@@ -109,7 +109,9 @@ func handlerBenchPipeline(b *testing.B) (*guard.Pipeline, cluster.View) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: kueue.ClusterQueueSpec{
+	// Versions as the informer cache has them, so that the input's cluster
+	// parts are cached as on the server.
+	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq", UID: "cq", ResourceVersion: "1"}, Spec: kueue.ClusterQueueSpec{
 		CohortName: "research",
 		ResourceGroups: []kueue.ResourceGroup{{
 			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
@@ -121,8 +123,10 @@ func handlerBenchPipeline(b *testing.B) (*guard.Pipeline, cluster.View) {
 		}},
 	}}
 	view, err := cluster.NewSnapshot(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
-		&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", UID: "ml", ResourceVersion: "1",
+			Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
+		&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q", UID: "q", ResourceVersion: "1"},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}},
 		cq)
 	if err != nil {
 		b.Fatal(err)

@@ -156,7 +156,12 @@ func createRequest(obj *unstructured.Unstructured) *admission.Request {
 
 // validate runs the validating pipeline with only the policy step.
 func validate(e *policies.Engine, req *admission.Request, view cluster.View) *admission.Decision {
-	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{policies.NewStep(e)}})
+	return validateWith(policies.NewStep(e), req, view)
+}
+
+// validateWith runs the validating pipeline with only the given policy step.
+func validateWith(step *policies.Step, req *admission.Request, view cluster.View) *admission.Decision {
+	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{step}})
 	d, err := p.Validate(context.Background(), req, view)
 	Expect(err).NotTo(HaveOccurred())
 	return d

@@ -56,7 +56,7 @@ func BuildInput(ctx context.Context, req *admission.Request, t admission.Target,
 	if err != nil {
 		return nil, err
 	}
-	return buildInput(req, t, view, f)
+	return buildInput(req, t, view, f, nil)
 }
 
 // requestFacts are the summaries of one request's objects, computed once and
@@ -98,7 +98,8 @@ func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.
 	return f, nil
 }
 
-func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts) (ast.Value, error) {
+// buildInput builds the input; frags, when not nil, caches the cluster's parts.
+func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, frags *fragments) (ast.Value, error) {
 	object, err := objectValue(req.Object)
 	if err != nil {
 		return nil, fmt.Errorf("object: %w", err)
@@ -115,9 +116,9 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	lqTerm, cqTerm := ast.NullTerm(), ast.NullTerm()
 	if sum.QueueName != "" {
 		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
-			lqTerm = localQueueTerm(lq)
+			lqTerm = frags.localQueue(lq)
 			if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok {
-				cqTerm = clusterQueueTerm(cq, view)
+				cqTerm = frags.clusterQueue(cq, view)
 			}
 		}
 	}
@@ -132,7 +133,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 		item("oldObject", ast.NewTerm(oldObject)),
 		item("workload", summaryTerm(sum, f.grows)),
 		item("oldWorkload", oldTerm),
-		item("namespace", namespaceTerm(namespace, ns)),
+		item("namespace", frags.namespace(namespace, ns)),
 		item("localQueue", lqTerm),
 		item("clusterQueue", cqTerm),
 	), nil
@@ -413,7 +414,7 @@ func resourcesTerm(cq *kueue.ClusterQueue, caps []cluster.Capacity, used, reserv
 // workloads) and status.flavorsReservation (reserved: workloads holding quota,
 // admitted or not). Missing usage is 0; an unset borrowing or lending limit is
 // null, which means "unlimited" within the cohort.
-func clusterQueueTerm(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
+func clusterQueueTerm(cq *kueue.ClusterQueue, caps []cluster.Capacity) *ast.Term {
 	used := usageIndex(cq.Status.FlavorsUsage)
 	reserved := usageIndex(cq.Status.FlavorsReservation)
 	var quotas []*ast.Term
@@ -433,7 +434,6 @@ func clusterQueueTerm(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
 			}
 		}
 	}
-	caps, _ := view.ClusterQueueCapacity(cq.Name)
 	capacity := make([]*ast.Term, 0, len(caps))
 	for _, c := range caps {
 		capacity = append(capacity, ast.ObjectTerm(

@@ -36,12 +36,13 @@ const maxWarning = 256
 // only logged and counted. Evaluation failures follow policies.onError.
 type Step struct {
 	engine *Engine
+	frags  *fragments
 }
 
 var _ admission.Step = (*Step)(nil)
 
 // NewStep wraps an engine as a pipeline step.
-func NewStep(e *Engine) *Step { return &Step{engine: e} }
+func NewStep(e *Engine) *Step { return &Step{engine: e, frags: &fragments{}} }
 
 // Name implements admission.Step.
 func (*Step) Name() string { return StepName }
@@ -77,7 +78,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 		// after a workload was admitted cannot wedge it.
 		return nil
 	default:
-		if input, err := buildInput(req, t, view, facts); err != nil {
+		if input, err := buildInput(req, t, view, facts, s.frags); err != nil {
 			res = s.engine.inputFailure(err)
 		} else {
 			res = plan.Evaluate(ctx, input)
