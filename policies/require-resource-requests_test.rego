@@ -4,10 +4,17 @@ import data.kueue_guard.require_resource_requests as policy
 
 complete := {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
 
-job(containers) := {
+job(containers) := paths({
 	"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "Job"}},
 	"object": {"spec": {"parallelism": 2, "template": {"spec": {"containers": containers}}}},
-}
+})
+
+# paths adds input.workload.podSpecPaths as kueue-guard computes them: every map
+# under spec whose containers is a list.
+paths(inp) := object.union(inp, {"workload": {"podSpecPaths": [array.concat(["spec"], p) |
+	walk(inp.object.spec, [p, v])
+	is_array(v.containers)
+]}})
 
 test_complete_requests_pass if {
 	count(policy.deny) == 0 with input as job([complete])
@@ -36,7 +43,7 @@ test_pod_spec_of_a_pod if {
 		"request": {"operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"}},
 		"object": {"spec": {"containers": [{"name": "p"}]}},
 	}
-	some v in policy.deny with input as inp
+	some v in policy.deny with input as paths(inp)
 	v.field == "spec.containers[0].resources.requests"
 }
 
@@ -48,7 +55,7 @@ test_every_template_of_a_jobset if {
 			{"name": "workers", "template": {"spec": {"template": {"spec": {"containers": [{"name": "w"}]}}}}},
 		]}},
 	}
-	fields := {v.field | some v in policy.deny} with input as inp
+	fields := {v.field | some v in policy.deny} with input as paths(inp)
 	fields == {"spec.replicatedJobs[1].template.spec.template.spec.containers[0].resources.requests"}
 }
 
@@ -57,7 +64,7 @@ test_mpijob_role_keys if {
 		"request": {"operation": "CREATE", "kind": {"group": "kubeflow.org", "version": "v2beta1", "kind": "MPIJob"}},
 		"object": {"spec": {"mpiReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [{"name": "w"}]}}}}}},
 	}
-	fields := {v.field | some v in policy.deny} with input as inp
+	fields := {v.field | some v in policy.deny} with input as paths(inp)
 	fields == {"spec.mpiReplicaSpecs.Worker.template.spec.containers[0].resources.requests"}
 }
 
@@ -68,7 +75,7 @@ test_required_resources_from_data if {
 
 test_updates_are_not_judged if {
 	inp := json.patch(job([{"name": "bare"}]), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
-	count(policy.deny) == 0 with input as inp
+	count(policy.deny) == 0 with input as paths(inp)
 }
 
 # Dropping requests on an update lowers what Kueue charges (a BestEffort pod is
@@ -76,5 +83,5 @@ test_updates_are_not_judged if {
 # in kueue-guard's sense and is judged.
 test_update_dropping_requests_is_judged if {
 	base := json.patch(job([{"name": "main"}]), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
-	count(policy.deny) > 0 with input as object.union(base, {"workload": {"grows": true}})
+	count(policy.deny) > 0 with input as paths(object.union(base, {"workload": {"grows": true}}))
 }

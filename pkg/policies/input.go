@@ -33,7 +33,8 @@ import (
 //	                   (both as Kueue reads them, pod templates included),
 //	                   podSets[{name,count,minCount,requests}], totalRequests,
 //	                   admissionUnit, unitRequests, minUnitRequests, topLevel,
-//	                   grows (an UPDATE that asks Kueue for more, see workload.Grows)
+//	                   grows (an UPDATE that asks Kueue for more, see workload.Grows),
+//	                   podSpecPaths (where input.object keeps its pod specs)
 //	input.oldWorkload  the old object's summary on UPDATE (same shape), else null
 //	input.namespace    name, labels, annotations (empty when the namespace is unknown)
 //	input.localQueue   name, clusterQueue, stopPolicy, status{active,
@@ -230,7 +231,25 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("minUnitRequests", resourceListTerm(s.MinUnitRequests)),
 		item("topLevel", ast.BooleanTerm(true)),
 		item("grows", ast.BooleanTerm(grows)),
+		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
 	)
+}
+
+// pathsTerm renders paths of map keys and list indices.
+func pathsTerm(paths [][]any) *ast.Term {
+	out := make([]*ast.Term, len(paths))
+	for i, p := range paths {
+		elems := make([]*ast.Term, len(p))
+		for j, e := range p {
+			if n, ok := e.(int); ok {
+				elems[j] = ast.IntNumberTerm(n)
+			} else {
+				elems[j] = str(e.(string))
+			}
+		}
+		out[i] = ast.ArrayTerm(elems...)
+	}
+	return ast.ArrayTerm(out...)
 }
 
 func resourceListTerm(rl corev1.ResourceList) *ast.Term {

@@ -106,6 +106,7 @@ var _ = Describe("BuildInput", func() {
 			"minUnitRequests": map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},
 			"topLevel":        true,
 			"grows":           false,
+			"podSpecPaths":    []any{[]any{"spec", "template", "spec"}},
 		}))
 		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))
 	})

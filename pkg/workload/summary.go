@@ -66,6 +66,8 @@ type Summary struct {
 	// UnitPods and MinUnitPods are the pods of one admission unit, at full size
 	// and at the minimum.
 	UnitPods, MinUnitPods int64
+	// PodSpecPaths are where the object keeps pod specs (see PodSpecPaths).
+	PodSpecPaths [][]any
 }
 
 // AdmissionUnit is what Kueue admits as one Workload.
@@ -177,6 +179,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		PriorityClass: PriorityClass(obj, in),
 		PodSets:       podSets,
 		TotalRequests: total,
+		PodSpecPaths:  PodSpecPaths(obj),
 	}
 	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil

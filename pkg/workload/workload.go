@@ -7,6 +7,7 @@
 package workload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -381,4 +382,77 @@ func HasSchedulingGate(obj *unstructured.Unstructured, gate string) bool {
 func Annotations(obj *unstructured.Unstructured, in *integrations.Integration) (map[string]string, bool) {
 	m, found, _ := unstructured.NestedStringMap(obj.Object, in.AnnotationsPath()...)
 	return m, found
+}
+
+// PodSpecPaths lists the path, from the object's root, of every pod spec under
+// its spec: every map whose containers is a list — spec itself for a Pod, every
+// pod template's spec elsewhere, wherever the kind keeps it (an AppWrapper's
+// embedded objects included). A path's elements are map keys (strings) and list
+// indices (ints), in walk order. The walk is bounded in depth like every walk
+// here, and never enters status.
+func PodSpecPaths(obj *unstructured.Unstructured) [][]any {
+	spec, ok := obj.Object["spec"]
+	if !ok {
+		return nil
+	}
+	var out [][]any
+	path := make([]any, 0, 16)
+	path = append(path, "spec")
+	var walk func(node any, depth int)
+	walk = func(node any, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		switch n := node.(type) {
+		case map[string]any:
+			if _, ok := n["containers"].([]any); ok {
+				out = append(out, slices.Clone(path))
+			}
+			for k, v := range n {
+				switch v.(type) {
+				case map[string]any, []any:
+					path = append(path, k)
+					walk(v, depth+1)
+					path = path[:len(path)-1]
+				}
+			}
+		case []any:
+			for i, v := range n {
+				switch v.(type) {
+				case map[string]any, []any:
+					path = append(path, i)
+					walk(v, depth+1)
+					path = path[:len(path)-1]
+				}
+			}
+		}
+	}
+	walk(spec, 1)
+	if len(out) > 1 {
+		slices.SortFunc(out, comparePaths)
+	}
+	return out
+}
+
+// comparePaths orders paths element by element, indices before keys.
+func comparePaths(a, b []any) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ai, aInt := a[i].(int)
+		bi, bInt := b[i].(int)
+		switch {
+		case aInt && bInt:
+			if c := cmp.Compare(ai, bi); c != 0 {
+				return c
+			}
+		case aInt:
+			return -1
+		case bInt:
+			return 1
+		default:
+			if c := strings.Compare(a[i].(string), b[i].(string)); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }

@@ -18,10 +18,12 @@ import data.kueue_guard.lib
 
 required := object.get(lib.settings, "required_requests", ["cpu", "memory"])
 
-# pod_specs are [path, spec] for every pod spec in the object: spec itself for a
+# pod_specs are [path, spec] for every pod spec in the object (kueue-guard finds
+# them: input.workload.podSpecPaths): spec itself for a
 # Pod, and every pod template's spec in the other kinds.
-pod_specs contains [array.concat(["spec"], path), pod] if {
-	walk(input.object.spec, [path, pod])
+pod_specs contains [path, pod] if {
+	some path in input.workload.podSpecPaths
+	pod := object.get(input.object, path, null)
 	is_array(pod.containers)
 }
 
