@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -112,8 +113,7 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 	return d, nil
 }
 
-// Mutates reports whether some mutating step handles the operation: when none
-// does, the webhook answers without reading the object.
+// Mutates reports whether some mutating step handles the operation.
 func (p *Pipeline) Mutates(op admissionv1.Operation) bool {
 	for _, s := range p.steps.Mutating {
 		if s.Handles(op) {
@@ -121,6 +121,47 @@ func (p *Pipeline) Mutates(op admissionv1.Operation) bool {
 		}
 	}
 	return false
+}
+
+// Envelope is what a webhook knows of a request before it reads the object.
+type Envelope struct {
+	Operation   admissionv1.Operation
+	Kind        schema.GroupKind
+	Resource    schema.GroupResource
+	SubResource string
+	Namespace   string
+}
+
+// exempt reports a namespace the workload paths never touch.
+func (p *Pipeline) exemptNamespace(ns string) bool {
+	return ns != "" && p.exempt != nil && p.exempt.IsExempt(ns)
+}
+
+// MutateNeeds reports whether the mutating path can have anything to do with a
+// request, from its envelope alone: when it cannot (an operation no step
+// handles, a subresource, an exempt namespace, a kind outside the catalog), the
+// webhook answers without decoding the object. It decides nothing Mutate would
+// decide otherwise.
+func (p *Pipeline) MutateNeeds(e Envelope) bool {
+	if !p.Mutates(e.Operation) || e.SubResource != "" || p.exemptNamespace(e.Namespace) {
+		return false
+	}
+	_, ok := integrations.Lookup(e.Kind)
+	return ok
+}
+
+// ValidateNeeds is MutateNeeds for the validating path, which also judges the
+// scale of the catalog's scalable kinds.
+func (p *Pipeline) ValidateNeeds(e Envelope) bool {
+	if p.exemptNamespace(e.Namespace) {
+		return false
+	}
+	if e.SubResource == ScaleSubResource {
+		_, ok := integrations.LookupResource(e.Resource)
+		return ok && e.Operation == admissionv1.Update
+	}
+	_, ok := integrations.Lookup(e.Kind)
+	return ok && e.SubResource == ""
 }
 
 // ScaleSubResource is the subresource the validating path judges besides the

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,9 +41,10 @@ type Observer func(webhook string, req admission.Request, resp admission.Respons
 type Handler struct {
 	name string
 	run  runFunc
-	// needs reports whether an operation can need any work; when it cannot,
-	// the request is answered without reading the object. nil: every one can.
-	needs    func(admissionv1.Operation) bool
+	// needs reports whether a request can need any work, from its envelope;
+	// when it cannot, it is answered without reading the object. nil: every
+	// request can.
+	needs    func(guard.Envelope) bool
 	view     cluster.View
 	metrics  *boundMetrics
 	observer Observer
@@ -59,13 +61,13 @@ var _ admission.Handler = (*Handler)(nil)
 // NewMutatingWorkloads serves /mutate-workloads: queue-name defaulting.
 func NewMutatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
 	const name = "mutate-workloads"
-	return &Handler{name: name, run: p.Mutate, needs: p.Mutates, view: view, metrics: m.bind(name)}
+	return &Handler{name: name, run: p.Mutate, needs: p.MutateNeeds, view: view, metrics: m.bind(name)}
 }
 
 // NewValidatingWorkloads serves /validate-workloads.
 func NewValidatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
 	const name = "validate-workloads"
-	return &Handler{name: name, run: p.Validate, view: view, metrics: m.bind(name)}
+	return &Handler{name: name, run: p.Validate, needs: p.ValidateNeeds, view: view, metrics: m.bind(name)}
 }
 
 // NewValidatingControllers serves /validate-kueue-controllers: the Kueue singleton guard.
@@ -78,8 +80,16 @@ func NewValidatingControllers(p *guard.Pipeline, view cluster.View, m *Metrics) 
 // it cannot read gets a 400 that names the problem.
 func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
 	start := time.Now()
-	logger := log.FromContext(ctx).WithValues("webhook", h.name, "uid", ar.UID, "operation", ar.Operation,
-		"kind", ar.Kind.Kind, "namespace", ar.Namespace, "name", ar.Name)
+	// The request's logger is built only when something is logged: most
+	// requests log nothing at the default verbosity.
+	var logger logr.Logger
+	requestLog := func() logr.Logger {
+		if logger.GetSink() == nil {
+			logger = log.FromContext(ctx).WithValues("webhook", h.name, "uid", ar.UID, "operation", ar.Operation,
+				"kind", ar.Kind.Kind, "namespace", ar.Namespace, "name", ar.Name)
+		}
+		return logger
+	}
 	decision := decisionError
 	// A panic is recovered by controller-runtime's webhook (RecoverPanic, set by
 	// the server) into a 500 for this request only; this deferred accounting
@@ -92,24 +102,30 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		}
 	}()
 
-	if h.needs != nil && !h.needs(ar.Operation) {
+	if h.needs != nil && !h.needs(guard.Envelope{Operation: ar.Operation,
+		Kind:        schema.GroupKind{Group: ar.Kind.Group, Kind: ar.Kind.Kind},
+		Resource:    schema.GroupResource{Group: ar.Resource.Group, Resource: ar.Resource.Resource},
+		SubResource: ar.SubResource, Namespace: ar.Namespace}) {
 		decision = decisionAllowed
 		return admission.Allowed("")
 	}
 	req, err := newRequest(ar)
 	if err != nil {
-		logger.V(1).Info("rejecting unreadable request", "error", err.Error())
+		requestLog().V(1).Info("rejecting unreadable request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	d, err := h.run(ctx, req, h.view)
 	if err != nil {
-		logger.Error(err, "admission pipeline failed")
+		requestLog().Error(err, "admission pipeline failed")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
+	verbose := log.FromContext(ctx).V(1).Enabled()
 	for _, v := range d.Violations {
 		h.metrics.violation(v.Rule, string(v.Enforcement))
 		// A denial is logged with its decision below; warnings are routine.
-		logger.V(1).Info("rule violated", "rule", v.Rule, "enforcement", v.Enforcement, "field", v.Field, "message", v.Message)
+		if verbose {
+			requestLog().V(1).Info("rule violated", "rule", v.Rule, "enforcement", v.Enforcement, "field", v.Field, "message", v.Message)
+		}
 	}
 	resp = response(req, d)
 	switch {
@@ -123,10 +139,11 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 	// Every denial is logged with its request and the rules that denied it;
 	// admissions, with or without warnings, only at V(1), so that a busy
 	// cluster's log stays readable (warnings are counted by rule).
-	if decision == decisionDenied {
-		logger.Info("decided", "decision", d.Summary(), "violations", denialText(d))
-	} else {
-		logger.V(1).Info("decided", "decision", d.Summary())
+	switch {
+	case decision == decisionDenied:
+		requestLog().Info("decided", "decision", d.Summary(), "violations", denialText(d))
+	case verbose:
+		requestLog().V(1).Info("decided", "decision", d.Summary())
 	}
 	return resp
 }

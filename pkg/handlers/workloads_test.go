@@ -104,4 +104,36 @@ var _ = Describe("the workload handlers", func() {
 			request(admissionv1.Delete, jobKind, nil))
 		Expect(resp.Allowed).To(BeTrue())
 	})
+
+	DescribeTable("answers from the envelope alone when the path has nothing to do, reading no object",
+		func(newHandler func(*guard.Pipeline, cluster.View, *handlers.Metrics) *handlers.Handler, req admission.Request) {
+			req.Object.Raw = []byte("{not json")
+			resp := newHandler(pipeline, view, metrics).Handle(context.Background(), req)
+			Expect(resp.Allowed).To(BeTrue())
+			Expect(resp.Patches).To(BeEmpty())
+		},
+		Entry("an UPDATE on the mutating path: defaulting is at creation", handlers.NewMutatingWorkloads,
+			request(admissionv1.Update, jobKind, nil)),
+		Entry("a kind outside the catalog", handlers.NewValidatingWorkloads,
+			request(admissionv1.Create, metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, nil)),
+		Entry("an exempt namespace", handlers.NewValidatingWorkloads,
+			func() admission.Request {
+				r := request(admissionv1.Create, jobKind, nil)
+				r.Namespace = "kube-system"
+				return r
+			}()),
+		Entry("a subresource other than scale", handlers.NewValidatingWorkloads,
+			func() admission.Request {
+				r := request(admissionv1.Update, jobKind, nil)
+				r.SubResource = "status"
+				return r
+			}()),
+	)
+
+	It("still reads, and refuses, an unreadable object the path would judge", func() {
+		for _, h := range []*handlers.Handler{handlers.NewMutatingWorkloads(pipeline, view, metrics), handlers.NewValidatingWorkloads(pipeline, view, metrics)} {
+			resp := h.Handle(context.Background(), request(admissionv1.Create, jobKind, []byte("{not json")))
+			Expect(resp.Result.Code).To(BeEquivalentTo(http.StatusBadRequest))
+		}
+	})
 })
