@@ -1,6 +1,8 @@
 package policies_test
 
 import (
+	"sync"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,5 +54,23 @@ deny contains sprintf("team=%s max=%v", [object.get(input.namespace.labels, "tea
 		// The same resourceVersion is the same object: what the cache holds is
 		// what the API server stored, so the cached term stands.
 		Expect(seen(view("5", "changed-behind-the-cache", "4"))).To(ConsistOf("team=a max=8"))
+	})
+
+	It("shares cached terms between concurrent evaluations (run under -race)", func() {
+		shipped := policies.NewStep(loadedEngine(shippedDir))
+		v := view("1", "a", "4")
+		want := rules(validateWith(shipped, createRequest(gpuJob("ml-job", 4, "4")), v))
+		Expect(want).NotTo(BeEmpty())
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for range 20 {
+					d := validateWith(shipped, createRequest(gpuJob("ml-job", 4, "4")), v)
+					Expect(rules(d)).To(Equal(want))
+				}
+			})
+		}
+		wg.Wait()
 	})
 })

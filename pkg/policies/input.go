@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -114,7 +115,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 		namespace = req.Object.GetNamespace()
 	}
 	sum := f.sum
-	lqTerm, cqTerm := ast.NullTerm(), ast.NullTerm()
+	lqTerm, cqTerm := nullTerm, nullTerm
 	if sum.QueueName != "" {
 		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
 			lqTerm = frags.localQueue(lq)
@@ -123,7 +124,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 			}
 		}
 	}
-	oldTerm := ast.NullTerm()
+	oldTerm := nullTerm
 	if f.old != nil {
 		oldTerm = summaryTerm(f.old, false)
 	}
@@ -140,11 +141,39 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	), nil
 }
 
-func item(key string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(key), v) }
+// item is one key of an input object. Keys are the input's fixed field names:
+// their terms are made once and shared, as OPA's own interned terms are (a
+// term is never modified once built), which saves a hundred allocations per
+// request.
+func item(key string, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{keyTerm(key), v} }
+
+var keyTerms sync.Map // string → *ast.Term
+
+func keyTerm(key string) *ast.Term {
+	if t, ok := keyTerms.Load(key); ok {
+		return t.(*ast.Term)
+	}
+	t, _ := keyTerms.LoadOrStore(key, ast.StringTerm(key))
+	return t.(*ast.Term)
+}
+
+// boolTerm and nullTerm are shared like the keys.
+var (
+	trueTerm, falseTerm = ast.BooleanTerm(true), ast.BooleanTerm(false)
+	nullTerm            = ast.NullTerm()
+)
+
+func boolTerm(b bool) *ast.Term {
+	if b {
+		return trueTerm
+	}
+	return falseTerm
+}
 
 func str(s string) *ast.Term { return ast.StringTerm(s) }
 
-func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.IntNumberTerm(int(v)) }
+// intTerm is a count; small ones are OPA's interned terms.
+func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.InternedTerm(int(v)) }
 
 // objectValue converts an unstructured object. Its content is map[string]any
 // decoded from JSON, which OPA converts without reflection.
@@ -161,14 +190,14 @@ func gvkTerm(gvk schema.GroupVersionKind) *ast.Term {
 
 func requestTerm(req *admission.Request, trusted bool) *ast.Term {
 	return ast.ObjectTerm(
-		item("trustedController", ast.BooleanTerm(trusted)),
+		item("trustedController", boolTerm(trusted)),
 		item("uid", str(string(req.UID))),
 		item("operation", str(string(req.Operation))),
 		item("kind", gvkTerm(req.Kind)),
 		item("namespace", str(req.Namespace)),
 		item("name", str(req.Name)),
 		item("userInfo", userInfoTerm(req.UserInfo)),
-		item("dryRun", ast.BooleanTerm(req.DryRun)),
+		item("dryRun", boolTerm(req.DryRun)),
 	)
 }
 
@@ -208,7 +237,7 @@ func stringMapTerm(m map[string]string) *ast.Term {
 func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 	podSets := make([]*ast.Term, len(s.PodSets))
 	for i, ps := range s.PodSets {
-		minCount := ast.NullTerm()
+		minCount := nullTerm
 		if ps.MinCount != nil {
 			minCount = intTerm(*ps.MinCount)
 		}
@@ -229,8 +258,8 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("admissionUnit", str(string(s.AdmissionUnit))),
 		item("unitRequests", resourceListTerm(s.UnitRequests)),
 		item("minUnitRequests", resourceListTerm(s.MinUnitRequests)),
-		item("topLevel", ast.BooleanTerm(true)),
-		item("grows", ast.BooleanTerm(grows)),
+		item("topLevel", boolTerm(true)),
+		item("grows", boolTerm(grows)),
 		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
 	)
 }
@@ -266,7 +295,7 @@ func resourceListTerm(rl corev1.ResourceList) *ast.Term {
 // a policy comparing against a limit is never off by a rounding error.
 func quantityTerm(q resource.Quantity) *ast.Term {
 	if v, ok := q.AsInt64(); ok {
-		return ast.IntNumberTerm(int(v))
+		return ast.InternedTerm(int(v))
 	}
 	s := q.AsDec().String()
 	if strings.Contains(s, ".") {
@@ -277,7 +306,7 @@ func quantityTerm(q resource.Quantity) *ast.Term {
 
 func optionalQuantityTerm(q *resource.Quantity) *ast.Term {
 	if q == nil {
-		return ast.NullTerm()
+		return nullTerm
 	}
 	return quantityTerm(*q)
 }
@@ -308,9 +337,9 @@ func stopPolicyTerm(p *kueue.StopPolicy) *ast.Term {
 func activeTerm(conds []metav1.Condition, conditionType string) *ast.Term {
 	c := meta.FindStatusCondition(conds, conditionType)
 	if c == nil {
-		return ast.NullTerm()
+		return nullTerm
 	}
-	return ast.BooleanTerm(c.Status == metav1.ConditionTrue)
+	return boolTerm(c.Status == metav1.ConditionTrue)
 }
 
 func localQueueUsageTerm(usage []kueue.LocalQueueFlavorUsage) *ast.Term {
@@ -414,7 +443,7 @@ func resourcesTerm(cq *kueue.ClusterQueue, caps []cluster.Capacity, used, reserv
 	}
 	o := ast.NewObjectWithCapacity(len(totals))
 	for r, t := range totals {
-		max, largest, free := ast.NullTerm(), ast.NullTerm(), ast.NullTerm()
+		max, largest, free := nullTerm, nullTerm, nullTerm
 		if t.known {
 			max, largest, free = quantityTerm(t.max), quantityTerm(t.largest), quantityTerm(t.free)
 		}
@@ -461,7 +490,7 @@ func clusterQueueTerm(cq *kueue.ClusterQueue, caps []cluster.Capacity) *ast.Term
 			item("max", quantityTerm(c.Max)),
 		))
 	}
-	cohort := ast.NullTerm()
+	cohort := nullTerm
 	if cq.Spec.CohortName != "" {
 		cohort = str(string(cq.Spec.CohortName))
 	}
