@@ -24,8 +24,10 @@ cq := input.clusterQueue
 cohort := cq.cohort
 
 # excluded resources are ignored, as Kueue's resources.excludeResourcePrefixes.
+excluded_prefixes := object.get(lib.settings, "excluded_resource_prefixes", [])
+
 excluded(r) if {
-	some prefix in object.get(lib.settings, "excluded_resource_prefixes", [])
+	some prefix in excluded_prefixes
 	startswith(r, prefix)
 }
 
