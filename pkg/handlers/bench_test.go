@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -27,13 +27,13 @@ import (
 )
 
 // BenchmarkHandler measures one AdmissionReview as the server answers it, HTTP
-// and TLS aside: controller-runtime's decoding of the review, the handler, the
-// pipeline with the shipped policies, and the encoded response. Its allocations
+// and TLS aside: the review decoded, the handler, the pipeline with the shipped
+// policies, and the encoded response. Its allocations
 // per request are the budget docs/performance.md reports.
 func BenchmarkHandler(b *testing.B) {
 	p, view := handlerBenchPipeline(b)
-	mutate := &admission.Webhook{Handler: handlers.NewMutatingWorkloads(p, view, nil)}
-	validate := &admission.Webhook{Handler: handlers.NewValidatingWorkloads(p, view, nil)}
+	mutate := handlers.Serve(handlers.NewMutatingWorkloads(p, view, nil), logr.Discard())
+	validate := handlers.Serve(handlers.NewValidatingWorkloads(p, view, nil), logr.Discard())
 	job := fixtures.Job("ml", "j").Parallelism(4).Requests("cpu", "1").Requests("memory", "1Gi").Requests("nvidia.com/gpu", "1").Obj()
 	queued := job.DeepCopy()
 	queued.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/max-exec-time-seconds": "600"})
@@ -41,7 +41,7 @@ func BenchmarkHandler(b *testing.B) {
 		Requests("cpu", "1").Requests("memory", "1Gi").Obj()
 	cases := []struct {
 		name    string
-		webhook *admission.Webhook
+		webhook http.Handler
 		op      admissionv1.Operation
 		obj     *unstructured.Unstructured
 	}{

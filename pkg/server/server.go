@@ -17,12 +17,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -147,7 +145,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		webhookconfig.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
 		webhookconfig.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
 	} {
-		hooks.Register(path, &webhook.Admission{Handler: h.WithObserver(o.Observer), RecoverPanic: ptr.To(true)})
+		hooks.Register(path, handlers.Serve(h.WithObserver(o.Observer), o.Logger.WithName("webhook").WithValues("path", path)))
 	}
 
 	s := &Server{mgr: mgr}

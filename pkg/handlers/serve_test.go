@@ -1,0 +1,116 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+type panicHandler struct{}
+
+func (panicHandler) Handle(context.Context, admission.Request) admission.Response { panic("boom") }
+
+// post sends body to an http.Handler and decodes the AdmissionReview it answers.
+func post(h http.Handler, contentType string, body []byte) (int, *admissionv1.AdmissionReview) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	h.ServeHTTP(rec, req)
+	out := &admissionv1.AdmissionReview{}
+	Expect(json.Unmarshal(rec.Body.Bytes(), out)).To(Succeed(), rec.Body.String())
+	return rec.Code, out
+}
+
+func reviewOf(op admissionv1.Operation, obj []byte) []byte {
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: "uid-7", Kind: jobKind, Namespace: "a", Name: "w", Operation: op,
+			Object: runtime.RawExtension{Raw: obj}},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	return body
+}
+
+var _ = Describe("serving AdmissionReviews", func() {
+	var mutate *handlers.Handler
+	BeforeEach(func() {
+		view, err := cluster.NewSnapshot(
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
+			&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "q"}})
+		Expect(err).NotTo(HaveOccurred())
+		p, err := guard.Build(config.Default(), "kueue-guard-system")
+		Expect(err).NotTo(HaveOccurred())
+		m, err := handlers.NewMetrics(prometheus.NewRegistry())
+		Expect(err).NotTo(HaveOccurred())
+		mutate = handlers.NewMutatingWorkloads(p, view, m)
+	})
+
+	It("answers as controller-runtime's webhook does, for a patch and for an admission", func() {
+		raw, _ := json.Marshal(fixtures.Job("a", "w").Obj().Object)
+		labeled, _ := json.Marshal(fixtures.Job("a", "w").Queue("q").Obj().Object)
+		for _, body := range [][]byte{reviewOf(admissionv1.Create, raw), reviewOf(admissionv1.Create, labeled), reviewOf(admissionv1.Update, raw)} {
+			code, ours := post(handlers.Serve(mutate, logr.Discard()), "application/json", body)
+			crCode, theirs := post(&admission.Webhook{Handler: mutate}, "application/json", body)
+			Expect(code).To(Equal(crCode))
+			Expect(ours.TypeMeta).To(Equal(theirs.TypeMeta))
+			Expect(ours.Response).To(Equal(theirs.Response))
+		}
+		_, ours := post(handlers.Serve(mutate, logr.Discard()), "application/json", reviewOf(admissionv1.Create, raw))
+		Expect(ours.Response.UID).To(BeEquivalentTo("uid-7"))
+		Expect(*ours.Response.PatchType).To(Equal(admissionv1.PatchTypeJSONPatch))
+		Expect(string(ours.Response.Patch)).To(ContainSubstring(`"/metadata/labels"`))
+	})
+
+	DescribeTable("refuses what is not an AdmissionReview v1 with a status that says why",
+		func(contentType string, body []byte, wantCode int32, want string) {
+			code, out := post(handlers.Serve(mutate, logr.Discard()), contentType, body)
+			Expect(code).To(Equal(http.StatusOK), "the HTTP status is 200; the review carries the error, as the API server expects")
+			Expect(out.Response.Allowed).To(BeFalse())
+			Expect(out.Response.Result.Code).To(Equal(wantCode))
+			Expect(out.Response.Result.Message).To(ContainSubstring(want))
+		},
+		Entry("an empty body", "application/json", nil, int32(400), "request body is empty"),
+		Entry("another content type", "text/plain", []byte("{}"), int32(400), "expected application/json"),
+		Entry("not JSON", "application/json", []byte("{not json"), int32(400), "decoding the admission review"),
+		Entry("a v1beta1 review", "application/json",
+			[]byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}`), int32(400), "expected a admission.k8s.io/v1 AdmissionReview"),
+		Entry("no request", "application/json", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`), int32(400), "has no request"),
+		Entry("fields in the wrong case", "application/json",
+			[]byte(`{"APIVersion":"admission.k8s.io/v1","Kind":"AdmissionReview","request":{"uid":"x"}}`), int32(400), "expected a admission.k8s.io/v1"),
+		Entry("a body over the limit", "application/json",
+			[]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"`+strings.Repeat("x", handlers.MaxRequestBytes)+`"}}`),
+			int32(413), "request entity is too large"),
+	)
+
+	It("contains a handler's panic to its request", func() {
+		h := handlers.Serve(panicHandler{}, logr.Discard())
+		_, out := post(h, "application/json", reviewOf(admissionv1.Create, []byte(`{}`)))
+		Expect(out.Response.Allowed).To(BeFalse())
+		Expect(out.Response.Result.Code).To(BeEquivalentTo(500))
+		Expect(out.Response.UID).To(BeEquivalentTo("uid-7"))
+		_, out = post(handlers.Serve(mutate, logr.Discard()), "application/json", reviewOf(admissionv1.Update, []byte(`{}`)))
+		Expect(out.Response.Allowed).To(BeTrue())
+	})
+})
