@@ -91,8 +91,7 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		return logger
 	}
 	decision := decisionError
-	// A panic is recovered by controller-runtime's webhook (RecoverPanic, set by
-	// the server) into a 500 for this request only; this deferred accounting
+	// A panic is recovered by Serve into a 500 for this request only; this deferred accounting
 	// still runs while it unwinds, so the request is counted as an error. Step
 	// panics never get here: the pipeline contains them per step.
 	defer func() {
