@@ -162,6 +162,15 @@ func QueueLabelField(in *integrations.Integration) *field.Path {
 // Handles implements Step: defaulting happens at creation only.
 func (*Defaulter) Handles(op admissionv1.Operation) bool { return op == admissionv1.Create }
 
+// Settled implements Settler: with the queue label set at the kind's own place,
+// Mutate only adds the namespace's default priority class where none is set.
+func (s *Defaulter) Settled(namespace string, _ *integrations.Integration, own map[string]string, view cluster.View) bool {
+	if own[integrations.QueueNameLabel] == "" {
+		return false
+	}
+	return own[integrations.PriorityClassLabel] != "" || DefaultPriorityClass(namespace, view) == ""
+}
+
 // Mutate implements MutationStep. It acts on a top-level workload only (the
 // pipeline decides which are), never overwrites a queue the user set, and is
 // idempotent: on reinvocation the label is already there and nothing changes.

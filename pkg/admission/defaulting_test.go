@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	. "github.com/onsi/ginkgo/v2"
@@ -202,6 +203,43 @@ var _ = Describe("queue defaulting", func() {
 			Expect(err).NotTo(HaveOccurred())
 			Expect(patched).To(MatchJSON(want))
 			Expect(req.Object.Object).To(HaveKeyWithValue("metadata", Not(HaveKey("labels"))), "the received object is not edited")
+		},
+		catalogEntries(),
+	)
+
+	DescribeTable("says it is settled from the own labels only when Mutate would change nothing",
+		func(in *integrations.Integration) {
+			v := view(ns("a", nil, map[string]string{guard.DefaultQueueAnnotation: "q", guard.DefaultPriorityClassAnnotation: "p"}),
+				ns("b", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("a", "q"), lq("b", "q"))
+			for _, namespace := range []string{"a", "b"} {
+				for _, own := range []map[string]string{
+					nil,
+					{queueLabel: "mine"},
+					{queueLabel: "mine", integrations.PriorityClassLabel: "high"},
+					{integrations.PriorityClassLabel: "high"},
+				} {
+					obj := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+					obj.SetGroupVersionKind(in.GVK)
+					obj.SetNamespace(namespace)
+					obj.SetName("w")
+					if own != nil {
+						Expect(unstructured.SetNestedStringMap(obj.Object, own, in.LabelsPath()...)).To(Succeed())
+					}
+					raw, err := json.Marshal(obj.Object)
+					Expect(err).NotTo(HaveOccurred())
+					peeked, err := workload.PeekOwnLabels(raw, in)
+					Expect(err).NotTo(HaveOccurred())
+					Expect(peeked).To(Equal(workload.Labels(obj, in)))
+					env := guard.Envelope{Operation: admissionv1.Create, Kind: in.GVK.GroupKind(), Namespace: namespace}
+					d := mutate(p, v, create(obj))
+					unchanged := len(d.Patch) == 0 && len(d.Violations) == 0 && len(d.Warnings) == 0
+					if p.MutateSettled(env, peeked, v) {
+						Expect(unchanged).To(BeTrue(), "settled, but Mutate changed %s in %s: %v", own, namespace, d.Patch)
+					} else if own[queueLabel] != "" && namespace == "b" {
+						Fail(fmt.Sprintf("a queued %s in a namespace without a default priority is settled", in.Key()))
+					}
+				}
+			}
 		},
 		catalogEntries(),
 	)

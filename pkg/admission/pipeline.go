@@ -150,6 +150,34 @@ func (p *Pipeline) MutateNeeds(e Envelope) bool {
 	return ok
 }
 
+// Settler is a mutating step that can tell from the labels at the kind's own
+// queue-label place alone (workload.PeekOwnLabels) that it would change
+// nothing.
+type Settler interface {
+	Settled(namespace string, in *integrations.Integration, own map[string]string, view cluster.View) bool
+}
+
+// MutateSettled reports whether the mutating path would change nothing, from
+// the envelope and the object's own labels: every step that handles the
+// operation is a Settler and says so. The webhook then answers after that cheap
+// decode. A step that is not a Settler always gets the whole object.
+func (p *Pipeline) MutateSettled(e Envelope, own map[string]string, view cluster.View) bool {
+	in, ok := integrations.Lookup(e.Kind)
+	if !ok {
+		return true
+	}
+	for _, s := range p.steps.Mutating {
+		if !s.Handles(e.Operation) {
+			continue
+		}
+		st, ok := s.(Settler)
+		if !ok || !st.Settled(e.Namespace, in, own, view) {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidateNeeds is MutateNeeds for the validating path, which also judges the
 // scale of the catalog's scalable kinds.
 func (p *Pipeline) ValidateNeeds(e Envelope) bool {

@@ -20,6 +20,8 @@ import (
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // Decision labels of the request metrics.
@@ -44,7 +46,10 @@ type Handler struct {
 	// needs reports whether a request can need any work, from its envelope;
 	// when it cannot, it is answered without reading the object. nil: every
 	// request can.
-	needs    func(guard.Envelope) bool
+	needs func(guard.Envelope) bool
+	// settled reports, from the object's own labels (a cheap decode), that the
+	// path would change nothing. nil: always decode the object.
+	settled  func(guard.Envelope, map[string]string, cluster.View) bool
 	view     cluster.View
 	metrics  *boundMetrics
 	observer Observer
@@ -61,7 +66,7 @@ var _ admission.Handler = (*Handler)(nil)
 // NewMutatingWorkloads serves /mutate-workloads: queue-name defaulting.
 func NewMutatingWorkloads(p *guard.Pipeline, view cluster.View, m *Metrics) *Handler {
 	const name = "mutate-workloads"
-	return &Handler{name: name, run: p.Mutate, needs: p.MutateNeeds, view: view, metrics: m.bind(name)}
+	return &Handler{name: name, run: p.Mutate, needs: p.MutateNeeds, settled: p.MutateSettled, view: view, metrics: m.bind(name)}
 }
 
 // NewValidatingWorkloads serves /validate-workloads.
@@ -101,10 +106,11 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		}
 	}()
 
-	if h.needs != nil && !h.needs(guard.Envelope{Operation: ar.Operation,
+	env := guard.Envelope{Operation: ar.Operation,
 		Kind:        schema.GroupKind{Group: ar.Kind.Group, Kind: ar.Kind.Kind},
 		Resource:    schema.GroupResource{Group: ar.Resource.Group, Resource: ar.Resource.Resource},
-		SubResource: ar.SubResource, Namespace: ar.Namespace}) {
+		SubResource: ar.SubResource, Namespace: ar.Namespace}
+	if (h.needs != nil && !h.needs(env)) || h.settledByPeek(env, ar.Object.Raw) {
 		decision = decisionAllowed
 		return admission.Allowed("")
 	}
@@ -145,6 +151,21 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		requestLog().V(1).Info("decided", "decision", d.Summary())
 	}
 	return resp
+}
+
+// settledByPeek reads only the object's own labels and asks whether the path
+// would change nothing. Anything the peek cannot read is left to the full
+// decode, which reports it.
+func (h *Handler) settledByPeek(env guard.Envelope, raw []byte) bool {
+	if h.settled == nil || len(raw) == 0 {
+		return false
+	}
+	in, ok := integrations.Lookup(env.Kind)
+	if !ok {
+		return false
+	}
+	own, err := workload.PeekOwnLabels(raw, in)
+	return err == nil && h.settled(env, own, h.view)
 }
 
 // denialText lists the denying violations as "[rule] field: message".
