@@ -18,16 +18,20 @@ KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 KUEUE_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kueue" { print $$2 }' hack/kueue/go.mod)
 KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) \
                  -X sigs.k8s.io/kueue/pkg/version.GitCommit=$(KUEUE_VERSION)
+# OPA, for the load harness's comparison: the version kueue-guard's policy engine
+# is built from (go.mod).
+OPA_VERSION   := $(shell awk '$$1 == "github.com/open-policy-agent/opa" { print $$2 }' go.mod)
 TESTCP_BINS  := kube-apiserver etcd kubectl kube-controller-manager kueue-manager
 TESTCP_SRCS  := $(shell find hack/testcp hack/kueue -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
 TESTCP_STAMP := $(shell cat $(TESTCP_SRCS) Makefile | sha256sum | cut -c1-16)-$(shell $(GO) env GOVERSION)
 
 GINKGO_FLAGS ?=
 TEST_FLAGS   ?= -race -count=1
+BENCH_FLAGS  ?=
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help
+.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke
 
 all: build
 
@@ -56,7 +60,7 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-co
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 
-test: lint testbin policy-test ## Unit, policy and integration tests (-race) against the real control plane.
+test: lint testbin policy-test bench-smoke ## Unit, policy and integration tests (-race) against the real control plane.
 	$(GO) test $(TEST_FLAGS) ./... $(GINKGO_FLAGS)
 
 policy-test: ## Run the shipped policies' Rego tests (kueue-guard policy test policies/).
@@ -82,6 +86,20 @@ fmt:
 
 run: build testbin ## Start a local control plane with kueue-guard and the examples; Ctrl-C stops it.
 	$(GO) run ./hack/devcluster --kueue-guard $(BIN)/kueue-guard --examples examples --state-dir .local
+
+opa: ## Install OPA, at the version in go.mod, into bin/opa for make bench; instant when up to date.
+	@if [ "$$($(BIN)/opa version 2>/dev/null | sed -n 's/^Version: //p')" = "$(OPA_VERSION:v%=%)" ]; then \
+		echo "OPA $(OPA_VERSION) up to date in $(BIN)"; \
+	else \
+		echo "installing OPA $(OPA_VERSION) into $(BIN)"; \
+		GOBIN=$(BIN) $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION); \
+	fi
+
+bench: build testbin opa ## Load-test kueue-guard against a floor server and OPA (about 15 minutes) and write docs/performance.md.
+	GO="$(GO)" $(GO) run ./hack/bench --out docs/performance.md $(BENCH_FLAGS)
+
+bench-smoke: build testbin opa ## Run the load harness once, briefly, checking no target (part of make test).
+	GO="$(GO)" $(GO) run ./hack/bench --short --out ''
 
 clean: ## Remove build output (keeps the test control plane).
 	rm -f $(BIN)/kueue-guard

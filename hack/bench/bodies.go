@@ -1,0 +1,377 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+// benchNamespace is where the workloads are: examples/cluster-state.yaml gives it
+// a default LocalQueue (team-a-queue, on cq-cpu) and a default priority class.
+const benchNamespace = "team-a"
+
+// revisionAnnotation is what an UPDATE changes: an edit that asks Kueue for
+// nothing more, as most updates of a queued workload are.
+const revisionAnnotation = "bench.kueue-guard.io/revision"
+
+// body is one AdmissionReview the harness sends, and the policy input kueue-guard
+// builds for it (what OPA is sent).
+type body struct {
+	// Name is "Job CREATE", "JobSet UPDATE +queue", ...
+	Name string
+	Kind string
+	Op   admissionv1.Operation
+	// Queued bodies carry the queue label: on the mutating path there is then
+	// nothing to do, and on the validating path it is what the API server sends
+	// after defaulting, which is what makes the policies run.
+	Queued bool
+	// Review is the AdmissionReview's JSON.
+	Review []byte
+	// Input is {"input": ...} for OPA, the input kueue-guard's policies see;
+	// only for queued bodies.
+	Input []byte
+	// CheckOnly bodies are measured by no point: they are sent once to
+	// kueue-guard's validating webhook and to OPA, to compare their findings.
+	CheckOnly bool
+	// req is the request as kueue-guard's handler decodes it.
+	req *admission.Request
+}
+
+// floorName names the floor row a body's figures are compared with: the unqueued
+// body of the same kind and operation (the floor reads no label, only the bytes).
+func (b *body) floorName() string { return b.Kind + " " + string(b.Op) }
+
+// buildBodies builds every body: Job and JobSet, CREATE and UPDATE, without the
+// queue label and with it. The queued objects are the unqueued ones after
+// kueue-guard's own defaulting (run here, in process, against the same cluster
+// state the server sees), so they are exactly what the API server would send to
+// the validating webhook.
+func buildBodies(ctx context.Context, cfg *config.Configuration, view cluster.View) ([]*body, error) {
+	pipeline, err := admission.Build(cfg, testenv.ServerNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("building kueue-guard's pipeline: %w", err)
+	}
+	var out []*body
+	for _, kind := range []string{"Job", "JobSet"} {
+		plain := workloadObject(kind)
+		queued, err := defaulted(ctx, pipeline, plain, view)
+		if err != nil {
+			return nil, fmt.Errorf("defaulting the %s: %w", kind, err)
+		}
+		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+			for _, obj := range []*unstructured.Unstructured{plain, queued} {
+				b, err := newBody(ctx, kind, op, obj, obj != plain, view)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, b)
+			}
+		}
+	}
+	check, err := violatingBody(ctx, pipeline, view)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, check), nil
+}
+
+// violatingBody is a queued Job CREATE that breaks the shipped policies: more
+// GPUs than max-gpus-per-workload allows and than its ClusterQueue has, and no
+// maximum execution time. The measured bodies break none, so without it the
+// comparison of OPA's findings with kueue-guard's would compare nothing.
+func violatingBody(ctx context.Context, p *admission.Pipeline, view cluster.View) (*body, error) {
+	job := fixtures.Job(benchNamespace, "too-many-gpus").Parallelism(4).Requests("nvidia.com/gpu", "4").Obj()
+	queued, err := defaulted(ctx, p, job, view)
+	if err != nil {
+		return nil, fmt.Errorf("defaulting the violating Job: %w", err)
+	}
+	b, err := newBody(ctx, "Job", admissionv1.Create, queued, true, view)
+	if err != nil {
+		return nil, err
+	}
+	b.Name, b.CheckOnly = "Job CREATE +queue, violating (check only)", true
+	return b, nil
+}
+
+// defaulted is obj as kueue-guard's mutating path leaves it; it fails when the
+// path would change nothing, since the queued bodies would then not be queued.
+func defaulted(ctx context.Context, p *admission.Pipeline, obj *unstructured.Unstructured, view cluster.View) (*unstructured.Unstructured, error) {
+	req, err := decodeRequest(admissionReview(obj.GetKind(), admissionv1.Create, obj, nil))
+	if err != nil {
+		return nil, err
+	}
+	d, err := p.Mutate(ctx, req, view)
+	if err != nil {
+		return nil, err
+	}
+	if d.Object == nil {
+		return nil, fmt.Errorf("kueue-guard's defaulting did not change it (%s): does %s still have a default queue?", d.Summary(), benchNamespace)
+	}
+	return d.Object, nil
+}
+
+// newBody builds one AdmissionReview; an UPDATE's object is obj with its revision
+// annotation changed, and its oldObject is obj.
+func newBody(ctx context.Context, kind string, op admissionv1.Operation, obj *unstructured.Unstructured, queued bool, view cluster.View) (*body, error) {
+	name := kind + " " + string(op)
+	if queued {
+		name += " +queue"
+	}
+	object, old := obj, (*unstructured.Unstructured)(nil)
+	if op == admissionv1.Update {
+		object, old = obj.DeepCopy(), obj
+		annotations := object.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[revisionAnnotation] = "2"
+		object.SetAnnotations(annotations)
+	}
+	ar := admissionReview(kind, op, object, old)
+	raw, err := json.Marshal(ar)
+	if err != nil {
+		return nil, err
+	}
+	req, err := decodeRequest(ar)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	b := &body{Name: name, Kind: kind, Op: op, Queued: queued, Review: raw, req: req}
+	if queued {
+		if b.Input, err = opaInput(ctx, req, view); err != nil {
+			return nil, fmt.Errorf("%s: building the policy input: %w", name, err)
+		}
+	}
+	return b, nil
+}
+
+// admissionReview wraps objects in an AdmissionReview as the API server sends it.
+func admissionReview(kind string, op admissionv1.Operation, object, old *unstructured.Unstructured) *admissionv1.AdmissionReview {
+	gvk := object.GroupVersionKind()
+	in, _ := integrations.Lookup(gvk.GroupKind())
+	req := &admissionv1.AdmissionRequest{
+		UID:       types.UID("bench-" + kind + "-" + string(op)),
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: in.Resource},
+		Name:      object.GetName(),
+		Namespace: object.GetNamespace(),
+		Operation: op,
+		UserInfo: authenticationv1.UserInfo{Username: "alice@example.com",
+			Groups: []string{"team-a-developers", "system:authenticated"}},
+		Object: runtime.RawExtension{Raw: mustJSON(object)},
+	}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: mustJSON(old)}
+	}
+	return &admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	}
+}
+
+// decodeRequest is the request as kueue-guard's handler decodes it.
+func decodeRequest(ar *admissionv1.AdmissionReview) (*admission.Request, error) {
+	r := ar.Request
+	req := &admission.Request{
+		UID: r.UID, Operation: r.Operation,
+		Kind:      schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind},
+		Resource:  schema.GroupVersionResource{Group: r.Resource.Group, Version: r.Resource.Version, Resource: r.Resource.Resource},
+		Namespace: r.Namespace, Name: r.Name, UserInfo: r.UserInfo, Raw: r.Object.Raw,
+	}
+	req.Object = &unstructured.Unstructured{}
+	if err := req.Object.UnmarshalJSON(r.Object.Raw); err != nil {
+		return nil, err
+	}
+	if len(r.OldObject.Raw) > 0 {
+		req.OldObject = &unstructured.Unstructured{}
+		if err := req.OldObject.UnmarshalJSON(r.OldObject.Raw); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// opaInput is {"input": ...} with the input kueue-guard's policy step builds for
+// req (policies.BuildInput), as JSON.
+func opaInput(ctx context.Context, req *admission.Request, view cluster.View) ([]byte, error) {
+	in, ok := integrations.Lookup(req.Kind.GroupKind())
+	if !ok {
+		return nil, fmt.Errorf("%s is not a catalog kind", req.Kind)
+	}
+	value, err := policies.BuildInput(ctx, req, admission.Target{Integration: in}, view)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ast.JSON(value)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]any{"input": doc})
+}
+
+func mustJSON(v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// maxExecTimeLabel is Kueue's maximum execution time label, which the shipped
+// max-exec-time-required policy asks for.
+const maxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-seconds"
+
+// workloadObject is the benchmark's workload of a kind: a small Job (about 1 KB of
+// JSON), or a JobSet of four replicated jobs with the containers, environment,
+// volumes and scheduling constraints of a real training job (about 20 KB). Both
+// fit team-a's ClusterQueue and follow the shipped policies, so that the
+// policies evaluate in full and admit them: the common case.
+func workloadObject(kind string) *unstructured.Unstructured {
+	if kind == "Job" {
+		job := fixtures.Job(benchNamespace, "resnet-eval").Parallelism(4).
+			Requests("cpu", "2").Requests("memory", "4Gi").
+			Set(int64(600), "spec", "activeDeadlineSeconds").
+			Set(map[string]any{"app.kubernetes.io/name": "resnet-eval", "app.kubernetes.io/part-of": "vision",
+				maxExecTimeLabel: "600"}, "metadata", "labels")
+		editFirstContainer(job.Obj(), func(c map[string]any) {
+			c["command"] = []any{"python", "-m", "eval"}
+			c["args"] = []any{"--dataset=s3://datasets/imagenet/val", "--checkpoint=s3://models/resnet50/latest", "--batch-size=256"}
+			c["env"] = envVars("EVAL", 3)
+		}, "spec", "template", "spec")
+		return job.Obj()
+	}
+	js := fixtures.JobSet(benchNamespace, "llm-finetune").
+		Set(map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/part-of": "foundation-models",
+			maxExecTimeLabel: "86400"}, "metadata", "labels").
+		Set([]any{
+			replicatedJob("driver", 1, 1, "1", "4Gi"),
+			replicatedJob("workers", 2, 4, "2", "8Gi"),
+			replicatedJob("parameter-servers", 2, 1, "1", "4Gi"),
+			replicatedJob("evaluator", 1, 1, "1", "2Gi"),
+		}, "spec", "replicatedJobs")
+	return js.Obj()
+}
+
+// editFirstContainer edits the first container of the pod spec at path.
+func editFirstContainer(obj *unstructured.Unstructured, edit func(map[string]any), path ...string) {
+	path = append(path, "containers")
+	containers, _, _ := unstructured.NestedSlice(obj.Object, path...)
+	edit(containers[0].(map[string]any))
+	if err := unstructured.SetNestedSlice(obj.Object, containers, path...); err != nil {
+		panic(err)
+	}
+}
+
+// replicatedJob is one of the JobSet's replicated jobs: replicas Jobs of
+// parallelism pods, each pod asking for cpu and memory in its main container.
+func replicatedJob(name string, replicas, parallelism int64, cpu, memory string) map[string]any {
+	return map[string]any{"name": name, "replicas": replicas, "template": map[string]any{"spec": map[string]any{
+		"parallelism": parallelism, "completions": parallelism, "backoffLimit": int64(3),
+		"template": map[string]any{
+			"metadata": map[string]any{
+				"labels":      map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/component": name},
+				"annotations": map[string]any{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+			},
+			"spec": trainingPodSpec(name, cpu, memory),
+		},
+	}}}
+}
+
+// trainingPodSpec is a training pod: an init container fetching data, the main
+// container and a log-shipping sidecar, each with requests (as the shipped
+// require-resource-requests policy wants), volumes and constraints.
+func trainingPodSpec(role, cpu, memory string) map[string]any {
+	main := container(role, "registry.example/ml/trainer:2.4.1", cpu, memory, 20)
+	main["command"] = []any{"torchrun"}
+	main["args"] = []any{"--nnodes=$(NNODES)", "--nproc-per-node=1", "--rdzv-backend=c10d",
+		"--rdzv-endpoint=$(JOBSET_NAME)-driver-0-0.$(JOBSET_NAME):29500", "train.py", "--config=/etc/trainer/config.yaml"}
+	main["ports"] = []any{map[string]any{"name": "rdzv", "containerPort": int64(29500)},
+		map[string]any{"name": "metrics", "containerPort": int64(9090)}}
+	main["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "metrics"},
+		"periodSeconds": int64(10), "failureThreshold": int64(3)}
+	return map[string]any{
+		"restartPolicy":                 "Never",
+		"serviceAccountName":            "trainer",
+		"terminationGracePeriodSeconds": int64(60),
+		"initContainers":                []any{container("fetch-data", "registry.example/ml/fetch:1.3", "500m", "512Mi", 6)},
+		"containers":                    []any{main, container("log-shipper", "registry.example/obs/fluent-bit:3.1", "100m", "128Mi", 6)},
+		"volumes": []any{
+			map[string]any{"name": "config", "configMap": map[string]any{"name": "trainer-config"}},
+			map[string]any{"name": "credentials", "secret": map[string]any{"secretName": "s3-credentials"}},
+			map[string]any{"name": "scratch", "emptyDir": map[string]any{"sizeLimit": "50Gi"}},
+			map[string]any{"name": "shm", "emptyDir": map[string]any{"medium": "Memory", "sizeLimit": "2Gi"}},
+		},
+		"nodeSelector": map[string]any{"node.kubernetes.io/instance-type": "m6i.4xlarge", "topology.kubernetes.io/zone": "eu-west-1a"},
+		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}},
+		"affinity": map[string]any{"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
+			map[string]any{"weight": int64(100), "podAffinityTerm": map[string]any{
+				"topologyKey":   "kubernetes.io/hostname",
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/component": role}},
+			}},
+		}}},
+		"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": int64(1000), "fsGroup": int64(1000)},
+	}
+}
+
+// container is a container with requests and limits, n environment variables and
+// the pod's volumes mounted.
+func container(name, image, cpu, memory string, n int) map[string]any {
+	resources := map[string]any{"cpu": cpu, "memory": memory}
+	return map[string]any{
+		"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+		"env": envVars(name, n),
+		"resources": map[string]any{"requests": resources,
+			"limits": map[string]any{"cpu": cpu, "memory": memory}},
+		"volumeMounts": []any{
+			map[string]any{"name": "config", "mountPath": "/etc/trainer", "readOnly": true},
+			map[string]any{"name": "credentials", "mountPath": "/var/run/secrets/s3", "readOnly": true},
+			map[string]any{"name": "scratch", "mountPath": "/scratch"},
+			map[string]any{"name": "shm", "mountPath": "/dev/shm"},
+		},
+		"securityContext": map[string]any{"allowPrivilegeEscalation": false,
+			"capabilities": map[string]any{"drop": []any{"ALL"}}},
+	}
+}
+
+// envVars are n environment variables, the first from the downward API.
+func envVars(prefix string, n int) []any {
+	env := []any{map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{
+		"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}
+	for i := 1; i < n; i++ {
+		env = append(env, map[string]any{"name": fmt.Sprintf("%s_SETTING_%d", sanitize(prefix), i),
+			"value": "value-" + strconv.Itoa(i*7919%10007)})
+	}
+	return env
+}
+
+// sanitize makes a container name an environment variable prefix.
+func sanitize(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		switch {
+		case c >= 'a' && c <= 'z':
+			out[i] = c - 'a' + 'A'
+		case c == '-':
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// The targets of the performance issue, checked by every run.
+const (
+	validateRPSGoal     = 0.4  // × floor rps at the matrix concurrency
+	validateP99Goal     = 3.0  // × floor p99
+	mutateRPSGoal       = 0.6  // × floor rps
+	cpuPerRequestGoal   = 0.15 // ms of server CPU per validated request
+	allocsGoal          = 600  // allocations per request
+	idleRSSGoalMiB      = 60
+	scaleRSSGoalMiB     = 150
+	allocsBenchmarkName = "BenchmarkHandler/validate/Job/CREATE/labeled"
+)
+
+// goal is one target and how the run fared against it.
+type goal struct {
+	Target, Goal, Measured, Verdict string
+}
+
+// evaluateTargets checks the run against the targets. The rows are Job CREATE
+// at the matrix concurrency; OPA is compared on every queued body.
+func evaluateTargets(r *results, c int) []goal {
+	validate := r.closed(epValidate, "Job CREATE +queue", c)
+	var goals []goal
+	goals = append(goals,
+		floorRatioGoal(r, validate, "/validate-workloads, shipped policies: throughput", validateRPSGoal, true),
+		floorRatioGoal(r, validate, "/validate-workloads, shipped policies: p99 latency", validateP99Goal, false),
+		cpuGoal(validate),
+		allocsGoalRow(r),
+		floorRatioGoal(r, r.closed(epMutate, "Job CREATE", c), "/mutate-workloads with a patch: throughput", mutateRPSGoal, true),
+		floorRatioGoal(r, r.closed(epMutate, "Job CREATE +queue", c), "/mutate-workloads with nothing to do: throughput", mutateRPSGoal, true),
+		idleRSSGoal(r),
+	)
+	for _, b := range r.Bodies {
+		if guard, opa := r.closed(epValidate, b.Name, c), r.closed(epOPA, b.Name, c); guard != nil && opa != nil {
+			goals = append(goals, opaGoal(guard, opa))
+		}
+	}
+	if r.Scale != nil {
+		s := r.Scale
+		goals = append(goals, goal{
+			Target: fmt.Sprintf("RSS with %d Namespaces, %d LocalQueues, %d ClusterQueues, %d Deployments",
+				s.Counts.Namespaces, s.Counts.LocalQueues, s.Counts.ClusterQueues, s.Counts.Deployments),
+			Goal: fmt.Sprintf("≤ %d MiB", scaleRSSGoalMiB), Measured: fmt.Sprintf("%.1f MiB", mib(s.RSS)),
+			Verdict: atMost(mib(s.RSS), scaleRSSGoalMiB),
+		})
+	}
+	return goals
+}
+
+// floorRatioGoal checks a result's throughput (at least multiple × the floor's)
+// or, when throughput is false, its p99 latency (at most multiple × the floor's).
+func floorRatioGoal(r *results, x *closedResult, target string, multiple float64, throughput bool) goal {
+	g := goal{Target: target, Goal: fmt.Sprintf("≤ %.1f× floor", multiple), Measured: "not measured", Verdict: "not measured"}
+	if throughput {
+		g.Goal = fmt.Sprintf("≥ %.1f× floor", multiple)
+	}
+	if x == nil {
+		return g
+	}
+	f := r.floorOf(x)
+	if f == nil || f.RPS <= 0 || f.Latency.P99 <= 0 {
+		return g
+	}
+	g.Target = fmt.Sprintf("%s (%s, C=%d)", target, x.body.Name, x.c)
+	if throughput {
+		v := x.RPS / f.RPS
+		g.Measured = fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, x.RPS, f.RPS)
+		g.Verdict = atLeast(v, multiple)
+		return g
+	}
+	v := float64(x.Latency.P99) / float64(f.Latency.P99)
+	g.Measured = fmt.Sprintf("%.2f× (%s vs %s ms)", v, msf(x.Latency.P99), msf(f.Latency.P99))
+	g.Verdict = atMost(v, multiple)
+	return g
+}
+
+func cpuGoal(x *closedResult) goal {
+	g := goal{Target: "server CPU per request, /validate-workloads", Goal: fmt.Sprintf("≤ %.2f ms", cpuPerRequestGoal),
+		Measured: "not measured", Verdict: "not measured"}
+	if x == nil || x.Requests == 0 {
+		return g
+	}
+	v := float64(x.CPUPerRequest) / float64(time.Millisecond)
+	g.Target += fmt.Sprintf(" (%s, C=%d)", x.body.Name, x.c)
+	g.Measured, g.Verdict = fmt.Sprintf("%.3f ms", v), atMost(v, cpuPerRequestGoal)
+	return g
+}
+
+func allocsGoalRow(r *results) goal {
+	g := goal{Target: "allocations per request (" + allocsBenchmarkName + ")", Goal: fmt.Sprintf("≤ %d", allocsGoal),
+		Measured: "not measured", Verdict: "not measured"}
+	if b := r.goBenchmark(allocsBenchmarkName); b != nil {
+		if v, ok := b.Metrics["allocs/op"]; ok {
+			g.Measured, g.Verdict = fmt.Sprintf("%.0f", v), atMost(v, allocsGoal)
+		}
+	}
+	return g
+}
+
+func idleRSSGoal(r *results) goal {
+	g := goal{Target: "kueue-guard RSS, idle", Goal: fmt.Sprintf("≤ %d MiB", idleRSSGoalMiB), Measured: "not measured", Verdict: "not measured"}
+	for _, m := range r.Memory {
+		if m.Name == "kueue-guard" {
+			v := mib(m.Idle.RSS)
+			g.Measured, g.Verdict = fmt.Sprintf("%.1f MiB", v), atMost(v, idleRSSGoalMiB)
+		}
+	}
+	return g
+}
+
+// opaGoal checks that kueue-guard's validating webhook is faster than OPA on the
+// same policies and input: more throughput and a lower p99.
+func opaGoal(guard, opa *closedResult) goal {
+	rps := guard.RPS / opa.RPS
+	p99 := float64(guard.Latency.P99) / float64(opa.Latency.P99)
+	g := goal{Target: fmt.Sprintf("faster than OPA (%s, C=%d)", guard.body.Name, guard.c), Goal: "rps > OPA's, p99 < OPA's",
+		Measured: fmt.Sprintf("%.2f× OPA's rps, %.2f× its p99", rps, p99)}
+	switch {
+	case rps > 1 && p99 < 1:
+		g.Verdict = "met"
+	case rps <= 1 && p99 >= 1:
+		g.Verdict = fmt.Sprintf("missed: throughput %.0f%% below OPA's, p99 %.0f%% above", 100*(1-rps), 100*(p99-1))
+	case rps <= 1:
+		g.Verdict = fmt.Sprintf("missed: throughput %.0f%% below OPA's", 100*(1-rps))
+	default:
+		g.Verdict = fmt.Sprintf("missed: p99 %.0f%% above OPA's", 100*(p99-1))
+	}
+	return g
+}
+
+// atLeast and atMost are a verdict: "met", or by how much it was missed.
+func atLeast(v, goal float64) string {
+	if v >= goal {
+		return "met"
+	}
+	return fmt.Sprintf("missed by %.0f%%", 100*(goal-v)/goal)
+}
+
+func atMost(v, goal float64) string {
+	if v <= goal {
+		return "met"
+	}
+	return fmt.Sprintf("missed by %.0f%%", 100*(v-goal)/goal)
+}
+
+func targetsTable(goals []goal) *table {
+	t := newTable("target", "goal", "measured", "verdict")
+	for _, g := range goals {
+		t.add(g.Target, g.Goal, g.Measured, g.Verdict)
+	}
+	return t
+}

@@ -1,0 +1,236 @@
+// Command bench is `make bench`, kueue-guard's load harness. In one run it starts
+// the test control plane (bin/testcp) with the example cluster, `kueue-guard
+// serve`, a floor server (the least an admission webhook can do over the same
+// transport) and `opa run --server` with the same policies, then drives each
+// with the same client over loopback TLS:
+//
+//   - closed loop at several concurrencies: throughput, latency percentiles and
+//     server CPU per request;
+//   - open loop at fixed rates below each target's capacity: latency without
+//     coordinated omission;
+//   - memory: resident set idle, at peak, and with a large cluster cached (--scale);
+//   - allocations per request, from the package benchmarks.
+//
+// It prints the tables and writes docs/performance.md (--out) from a template,
+// with every figure also given as a ratio to the floor measured in the same run.
+// Child processes and temporary files are cleaned up on exit, Ctrl-C and at the
+// --timeout deadline.
+//
+//	make bench                               # the full run (about 15 minutes)
+//	go run ./hack/bench --short --out ''     # the CI smoke run
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// options are the command's flags.
+type options struct {
+	kueueGuard, opa, config, clusterState string
+	out                                   string
+	duration, warmup                      time.Duration
+	reps                                  int
+	concurrency                           []int
+	matrixConcurrency                     int
+	openFractions                         []float64
+	openWorkers                           int
+	goBench, benchTime                    string
+	scale                                 bool
+	scaleCounts                           scaleCounts
+	timeout                               time.Duration
+	short                                 bool
+}
+
+// shortPreset is what --short sets, for the flags not given explicitly: every
+// point measured once, briefly, no scale figure, package benchmarks run a few
+// times each. It checks that everything works, not how fast.
+var shortPreset = map[string]string{
+	"duration":  "300ms",
+	"warmup":    "100ms",
+	"reps":      "1",
+	"scale":     "false",
+	"benchtime": "20x",
+	"timeout":   "10m",
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == floorMode {
+		if err := runFloor(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	// The control plane's helpers log through controller-runtime; their
+	// errors are returned, so the log is not needed.
+	ctrllog.SetLogger(logr.Discard())
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if err := runWithSignals(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{concurrency: []int{1, 8, 32}, openFractions: []float64{0.25, 0.5, 0.75}}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.kueueGuard, "kueue-guard", "bin/kueue-guard", "The kueue-guard binary (make build)")
+	fs.StringVar(&o.opa, "opa", "bin/opa", "The OPA binary (make opa)")
+	fs.StringVar(&o.config, "config", "examples/config.yaml", "kueue-guard's configuration; its policies.directory is what OPA loads too")
+	fs.StringVar(&o.clusterState, "cluster-state", "examples/cluster-state.yaml", "Objects applied to the control plane, and the view OPA's input is built from")
+	fs.StringVar(&o.out, "out", "", "Write the report to this Markdown file (empty: only print the tables)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "Length of each repetition of a closed-loop point, and of each open-loop point")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "Unmeasured load before each closed-loop point")
+	fs.IntVar(&o.reps, "reps", 3, "Repetitions of each closed-loop point")
+	fs.Func("concurrency", "Comma-separated closed-loop concurrencies of the headline rows (default 1,8,32)", intList(&o.concurrency))
+	fs.IntVar(&o.matrixConcurrency, "matrix-concurrency", 8, "Concurrency at which every endpoint is measured with every body")
+	fs.Func("open-fractions", "Comma-separated open-loop rates, as fractions of each target's closed-loop rate at --matrix-concurrency (default 0.25,0.5,0.75)", floatList(&o.openFractions))
+	fs.IntVar(&o.openWorkers, "open-workers", 64, "Most requests in flight in the open loop")
+	fs.StringVar(&o.goBench, "go-bench", "BenchmarkHandler|BenchmarkWorkload|BenchmarkEvaluateShipped|BenchmarkEvaluateNPolicies", "Package benchmarks to run (go test -bench; empty: none)")
+	fs.StringVar(&o.benchTime, "benchtime", "1s", "go test -benchtime of the package benchmarks")
+	fs.BoolVar(&o.scale, "scale", true, "Measure kueue-guard's memory with a large cluster cached")
+	fs.IntVar(&o.scaleCounts.Namespaces, "scale-namespaces", 10000, "Namespaces of the scale figure, one LocalQueue each")
+	fs.IntVar(&o.scaleCounts.ClusterQueues, "scale-cluster-queues", 1000, "ClusterQueues of the scale figure")
+	fs.IntVar(&o.scaleCounts.Deployments, "scale-deployments", 2000, "Deployments of the scale figure, spread over its namespaces")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Hard deadline of the whole run")
+	fs.BoolVar(&o.short, "short", false, "CI preset: "+describePreset())
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.short {
+		if err := applyPreset(fs); err != nil {
+			return nil, err
+		}
+	}
+	o.scaleCounts.LocalQueues = o.scaleCounts.Namespaces
+	return o, o.validate()
+}
+
+// applyPreset sets the short preset's flags that were not given.
+func applyPreset(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for name, value := range shortPreset {
+		if !given[name] {
+			if err := fs.Set(name, value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describePreset() string {
+	var parts []string
+	for _, name := range []string{"duration", "warmup", "reps", "scale", "benchtime", "timeout"} {
+		parts = append(parts, "--"+name+"="+shortPreset[name])
+	}
+	return strings.Join(parts, " ")
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.duration <= 0 || o.warmup < 0:
+		return errors.New("--duration must be positive and --warmup not negative")
+	case o.reps < 1:
+		return errors.New("--reps must be at least 1")
+	case o.matrixConcurrency < 1 || o.openWorkers < 1:
+		return errors.New("--matrix-concurrency and --open-workers must be at least 1")
+	case o.timeout <= 0:
+		return errors.New("--timeout must be positive")
+	}
+	for _, c := range o.concurrency {
+		if c < 1 {
+			return fmt.Errorf("--concurrency %d: must be at least 1", c)
+		}
+	}
+	for _, f := range o.openFractions {
+		if f <= 0 || f >= 1 {
+			return fmt.Errorf("--open-fractions %v: must be between 0 and 1", f)
+		}
+	}
+	return nil
+}
+
+// goBenchEstimate guesses how long the package benchmarks take: compiling, and
+// about twenty benchmarks of at least benchtime each.
+func (o *options) goBenchEstimate() time.Duration {
+	per := time.Second
+	if d, err := time.ParseDuration(o.benchTime); err == nil {
+		per = d + d/2
+	} else if strings.HasSuffix(o.benchTime, "x") {
+		per = 300 * time.Millisecond
+	}
+	return 30*time.Second + 20*per
+}
+
+func intList(dst *[]int) func(string) error {
+	return func(s string) error {
+		var out []int
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return err
+			}
+			out = append(out, n)
+		}
+		*dst = out
+		return nil
+	}
+}
+
+func floatList(dst *[]float64) func(string) error {
+	return func(s string) error {
+		var out []float64
+		for _, f := range strings.Split(s, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		*dst = out
+		return nil
+	}
+}
+
+// runWithSignals runs the benchmark until it is done, Ctrl-C or SIGTERM, or the
+// deadline. After the first signal the default handling is restored, so that a
+// second Ctrl-C stops at once (the children die with the harness).
+func runWithSignals(o *options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, o)
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("stopped at the %v deadline (--timeout): %w", o.timeout, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %w", err)
+	}
+	return err
+}

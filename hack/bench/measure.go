@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+// probe sends every endpoint each body it is measured with once: each must
+// answer, what kueue-guard answers is recorded for the bodies table, and OPA's
+// findings are compared with kueue-guard's for every queued body. A mismatch is
+// printed loudly and reported, but the run goes on.
+func (b *bench) probe(ctx context.Context) error {
+	client := newClient(1)
+	defer client.CloseIdleConnections()
+	for _, body := range b.bodies {
+		row, err := b.probeBody(ctx, client, body)
+		if err != nil {
+			return err
+		}
+		b.results.Bodies = append(b.results.Bodies, row)
+	}
+	return nil
+}
+
+// probeBody sends one body to the endpoints that take it.
+func (b *bench) probeBody(ctx context.Context, client *http.Client, body *body) (bodyRow, error) {
+	row := bodyRow{Name: body.Name, ReviewBytes: len(body.Review), InputBytes: len(body.Input)}
+	var guardFindings, opaFindings map[string]int
+	for _, ep := range b.eps {
+		if !probes(ep, body) {
+			continue
+		}
+		c := &caller{client: client, url: ep.url(), payload: ep.payload(body), check: ep.check}
+		if err := c.call(ctx); err != nil {
+			return row, fmt.Errorf("%s does not answer %s: %w", ep.Label, body.Name, err)
+		}
+		var err error
+		switch ep.Name {
+		case epMutate:
+			row.Mutate, _, err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
+		case epValidate:
+			row.Validate, guardFindings, err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
+		case epOPA:
+			opaFindings, err = opaAnswer(c.buf.Bytes(), b.policyIDs)
+		}
+		if err != nil {
+			return row, fmt.Errorf("%s, %s: %w", ep.Label, body.Name, err)
+		}
+	}
+	if body.Queued {
+		row.Findings = describeFindings(guardFindings)
+		b.compareFindings(body, guardFindings, opaFindings)
+	}
+	return row, nil
+}
+
+// compareFindings records a mismatch between kueue-guard's and OPA's findings.
+func (b *bench) compareFindings(body *body, guard, opa map[string]int) {
+	for _, id := range b.policyIDs {
+		if guard[id] != opa[id] {
+			m := fmt.Sprintf("%s: policy %s: kueue-guard reports %d findings, OPA %d", body.Name, id, guard[id], opa[id])
+			fmt.Println("!!! MISMATCH !!!", m)
+			b.results.Mismatches = append(b.results.Mismatches, m)
+		}
+	}
+}
+
+// describeFindings renders findings per policy: "fits_cluster_queue 1", or "none".
+func describeFindings(f map[string]int) string {
+	var parts []string
+	for _, id := range slices.Sorted(maps.Keys(f)) {
+		if f[id] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", strings.TrimPrefix(id, "kueue_guard."), f[id]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// measure runs the plan's closed-loop points, then its open-loop points, and
+// reads every server's peak memory.
+func (b *bench) measure(ctx context.Context, p plan) error {
+	for i, pt := range p.closed {
+		r, err := b.measureClosed(ctx, pt)
+		if err != nil {
+			return err
+		}
+		b.results.Closed = append(b.results.Closed, r)
+		fmt.Printf("[%2d/%d] %-36s %-20s C=%-3d %8.0f rps  p50 %-8v p99 %-8v cpu/req %-8v errors %d\n", i+1, len(p.closed),
+			pt.ep.Label, pt.body.Name, pt.c, r.RPS, ms(r.Latency.P50), ms(r.Latency.P99), r.CPUPerRequest.Round(time.Microsecond), r.Errors)
+	}
+	for i, op := range p.open {
+		closed := b.results.closed(op.ep.Name, op.body.Name, b.o.matrixConcurrency)
+		if closed == nil || closed.RPS <= 0 {
+			continue
+		}
+		r, err := b.measureOpen(ctx, op, op.fraction*closed.RPS)
+		if err != nil {
+			return err
+		}
+		b.results.Open = append(b.results.Open, r)
+		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", i+1, len(p.open),
+			op.ep.Label, op.body.Name, 100*op.fraction, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+	}
+	for _, s := range b.servers {
+		m, err := readMemory(s.proc.pid())
+		if err != nil {
+			return err
+		}
+		s.Peak = m
+		b.results.Memory = append(b.results.Memory, serverMemory{Name: s.Name, Idle: s.Idle, Peak: s.Peak})
+	}
+	return nil
+}
+
+// callers makes one caller per worker for a point, all on one client.
+func callers(ep *endpoint, b *body, conns int) (newCaller func() *caller, done func()) {
+	client := newClient(conns)
+	url, payload := ep.url(), ep.payload(b)
+	return func() *caller {
+		return &caller{client: client, url: url, payload: payload, check: ep.check}
+	}, client.CloseIdleConnections
+}
+
+// measureClosed measures one closed-loop point: a warm-up, then the repetitions,
+// with the server's CPU time read around them.
+func (b *bench) measureClosed(ctx context.Context, pt point) (closedResult, error) {
+	newCaller, done := callers(pt.ep, pt.body, pt.c)
+	defer done()
+	if b.o.warmup > 0 {
+		closedLoop(ctx, newCaller, pt.c, b.o.warmup)
+	}
+	pid := pt.ep.srv.proc.pid()
+	before, err := cpuTime(pid)
+	if err != nil {
+		return closedResult{}, err
+	}
+	var all loopRun
+	var rps []float64
+	for range b.o.reps {
+		r := closedLoop(ctx, newCaller, pt.c, b.o.duration)
+		rps = append(rps, float64(r.requests())/r.elapsed.Seconds())
+		all.add(r)
+	}
+	after, err := cpuTime(pid)
+	if err != nil {
+		return closedResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return closedResult{}, err
+	}
+	if err := b.alive(); err != nil {
+		return closedResult{}, err
+	}
+	r := closedResult{point: pt, RepRPS: rps, Latency: summarize(all.latencies), Requests: all.requests(), Errors: all.errors}
+	r.RPS = mean(rps)
+	if all.firstError != nil {
+		r.FirstError = all.firstError.Error()
+	}
+	if r.Requests > 0 {
+		r.CPUPerRequest = (after - before) / time.Duration(r.Requests)
+	}
+	return r, nil
+}
+
+// measureOpen measures one open-loop point at rate requests per second, after a
+// warm-up at that rate.
+func (b *bench) measureOpen(ctx context.Context, op openPoint, rate float64) (openResult, error) {
+	newCaller, done := callers(op.ep, op.body, b.o.openWorkers)
+	defer done()
+	if b.o.warmup > 0 {
+		// At the same rate, unmeasured: the workers' first requests open
+		// their connections (TLS handshakes) here.
+		openLoop(ctx, newCaller, rate, b.o.warmup, b.o.openWorkers)
+	}
+	r := openLoop(ctx, newCaller, rate, b.o.duration, b.o.openWorkers)
+	if err := ctx.Err(); err != nil {
+		return openResult{}, err
+	}
+	if err := b.alive(); err != nil {
+		return openResult{}, err
+	}
+	res := openResult{openPoint: op, Rate: rate, Latency: summarize(r.latencies), Requests: r.requests(),
+		Errors: r.errors, Queued: r.queued}
+	if r.elapsed > 0 {
+		res.Achieved = float64(r.requests()) / r.elapsed.Seconds()
+	}
+	if r.firstError != nil {
+		res.FirstError = r.firstError.Error()
+	}
+	return res, nil
+}
+
+// measureScale creates the scale objects, restarts kueue-guard so that its
+// memory is that of a server which listed them at start (not one still holding
+// the load's garbage), waits until it knows the last LocalQueue, and samples its
+// resident set.
+func (b *bench) measureScale(ctx context.Context) error {
+	want := b.o.scaleCounts
+	fmt.Printf("scale: creating %d Namespaces, %d LocalQueues, %d ClusterQueues and %d Deployments …\n",
+		want.Namespaces, want.LocalQueues, want.ClusterQueues, want.Deployments)
+	start := time.Now()
+	counts, err := createScaleObjects(ctx, b.env.Config, want)
+	res := &scaleResult{Counts: counts, Create: time.Since(start)}
+	b.results.Scale = res
+	if err != nil {
+		return fmt.Errorf("created %+v: %w", counts, err)
+	}
+	fmt.Printf("scale: created in %v; restarting kueue-guard …\n", res.Create.Round(time.Second))
+	guard := b.endpoint(epMutate).srv
+	guard.proc.stop()
+	start = time.Now()
+	fresh, err := startGuard(ctx, b.guard, filepath.Join(b.workDir, "kueue-guard-scale.log"))
+	if err != nil {
+		return err
+	}
+	*guard = *fresh
+	if counts.LocalQueues > 0 {
+		if err := b.waitForQueue(ctx, guard, scaleNamespace(counts.LocalQueues-1), scaleLocalQueue); err != nil {
+			return err
+		}
+	}
+	res.Sync = time.Since(start)
+	fmt.Printf("scale: kueue-guard ready with them after %v; sampling its memory for %v …\n", res.Sync.Round(time.Second), rssWindow)
+	res.RSS, res.HWM, err = sampleRSS(ctx, guard.proc.pid())
+	return err
+}
+
+// waitForQueue waits until kueue-guard's validating webhook no longer warns that
+// a LocalQueue is missing: its cache holds it.
+func (b *bench) waitForQueue(ctx context.Context, guard *server, namespace, queue string) error {
+	job := fixtures.Job(namespace, "scale-probe").Queue(queue).Obj()
+	c := &caller{client: newClient(1), url: guard.base + b.endpoint(epValidate).path,
+		payload: mustJSON(admissionReview("Job", admissionv1.Create, job, nil)), check: b.endpoint(epValidate).check}
+	defer c.client.CloseIdleConnections()
+	missing := admission.MissingQueueWarning(queue, namespace)
+	return guard.proc.waitUntil(ctx, readyTimeout, func() error {
+		if err := c.call(ctx); err != nil {
+			return err
+		}
+		var ar admissionv1.AdmissionReview
+		if err := json.Unmarshal(c.buf.Bytes(), &ar); err != nil {
+			return err
+		}
+		if slices.Contains(ar.Response.Warnings, missing) {
+			return fmt.Errorf("kueue-guard does not know LocalQueue %s/%s yet", namespace, queue)
+		}
+		return nil
+	})
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
+}
+
+// ms renders a duration in milliseconds with three decimals.
+func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }

@@ -1,0 +1,240 @@
+package main
+
+import (
+	_ "embed" // the report template
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"text/template"
+	"time"
+)
+
+//go:embed performance.md.tmpl
+var reportTemplate string
+
+// reportData is what the template renders: the run's settings, the machine and
+// the tables, already rendered.
+type reportData struct {
+	Command                         string
+	Duration, Warmup                time.Duration
+	Reps, MatrixConcurrency         int
+	Concurrency                     []int
+	OpenWorkers                     int
+	BenchTime                       string
+	Machine                         machine
+	Elapsed                         time.Duration
+	Policies                        []string
+	Bodies, Matrix, Levels, Open    string
+	Memory, Scale, GoBench, Targets string
+	GoBenchmarkError                string
+	Mismatches                      []string
+	ScaleCounts                     scaleCounts
+}
+
+// report prints the tables and, with --out, writes the Markdown report.
+func (b *bench) report() error {
+	r := &b.results
+	d := reportData{
+		Command:  strings.Join(append([]string{"go run ./hack/bench"}, os.Args[1:]...), " "),
+		Duration: b.o.duration, Warmup: b.o.warmup, Reps: b.o.reps, MatrixConcurrency: b.o.matrixConcurrency,
+		Concurrency: b.o.concurrency, OpenWorkers: b.o.openWorkers, BenchTime: b.o.benchTime,
+		Machine: r.Machine, Elapsed: r.Elapsed.Round(time.Second),
+		Bodies: bodiesTable(r).String(),
+		Matrix: closedTable(r, func(x *closedResult) bool { return x.c == b.o.matrixConcurrency }, false).String(),
+		Levels: closedTable(r, func(x *closedResult) bool { return isHeadline(x.ep, x.body) }, true).String(),
+		Open:   openTable(r).String(), Memory: memoryTable(r).String(), GoBench: goBenchTable(r).String(),
+		Targets:          targetsTable(evaluateTargets(r, b.o.matrixConcurrency)).String(),
+		GoBenchmarkError: r.GoBenchmarkError, Mismatches: r.Mismatches,
+	}
+	for _, p := range r.Policies {
+		d.Policies = append(d.Policies, p.ID)
+	}
+	if r.Scale != nil {
+		d.Scale, d.ScaleCounts = scaleTable(r.Scale).String(), r.Scale.Counts
+	}
+	if len(r.GoBenchmarks) == 0 {
+		d.GoBench = ""
+	}
+	printTables(d)
+	if b.o.out == "" {
+		return nil
+	}
+	tmpl, err := template.New("performance.md").Parse(reportTemplate)
+	if err != nil {
+		return fmt.Errorf("internal error: the report template: %w", err)
+	}
+	var out strings.Builder
+	if err := tmpl.Execute(&out, d); err != nil {
+		return fmt.Errorf("rendering the report: %w", err)
+	}
+	if err := os.WriteFile(b.o.out, []byte(out.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Println("wrote", b.o.out)
+	return nil
+}
+
+// commandLine is how the harness was run, with arguments quoted for a shell.
+func commandLine() string {
+	words := []string{"go run ./hack/bench"}
+	for _, a := range os.Args[1:] {
+		if a == "" || strings.ContainsAny(a, " |'\"$*?") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
+
+func printTables(d reportData) {
+	for _, s := range []struct{ title, table string }{
+		{"Bodies", d.Bodies},
+		{fmt.Sprintf("Closed loop, C=%d", d.MatrixConcurrency), d.Matrix},
+		{"Closed loop, headline rows by concurrency", d.Levels},
+		{"Open loop", d.Open},
+		{"Memory", d.Memory},
+		{"Scale", d.Scale},
+		{"Package benchmarks", d.GoBench},
+		{"Targets", d.Targets},
+	} {
+		if s.table != "" {
+			fmt.Printf("\n## %s\n\n%s", s.title, s.table)
+		}
+	}
+	for _, m := range d.Mismatches {
+		fmt.Println("!!! OPA and kueue-guard disagree:", m)
+	}
+	fmt.Println()
+}
+
+func bodiesTable(r *results) *table {
+	t := newTable("body", "AdmissionReview bytes>", "OPA input bytes>", "/mutate-workloads", "/validate-workloads", "policy findings")
+	for _, b := range r.Bodies {
+		input := "–"
+		if b.InputBytes > 0 {
+			input = fmt.Sprint(b.InputBytes)
+		}
+		findings := b.Findings
+		if findings == "" {
+			findings = "not run (no queue)"
+		}
+		mutate := b.Mutate
+		if mutate == "" {
+			mutate = "–"
+		}
+		t.add(b.Name, fmt.Sprint(b.ReviewBytes), input, mutate, b.Validate, findings)
+	}
+	return t
+}
+
+// closedTable renders the closed-loop results keep selects, with each figure's
+// ratio to the floor's of the same kind, operation and concurrency.
+func closedTable(r *results, keep func(*closedResult) bool, withC bool) *table {
+	header := []string{"target", "body"}
+	if withC {
+		header = append(header, "C>")
+	}
+	header = append(header, "rps>", "rps ×floor>", "p50 ms>", "p90 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "CPU ms/req>", "errors>")
+	t := newTable(header...)
+	for i := range r.Closed {
+		x := &r.Closed[i]
+		if !keep(x) {
+			continue
+		}
+		row := []string{x.ep.Label, x.body.Name}
+		if withC {
+			row = append(row, fmt.Sprint(x.c))
+		}
+		rpsRatio, p99Ratio := "–", "–"
+		if f := r.floorOf(x); f != nil && x.ep.Name != epFloor {
+			rpsRatio, p99Ratio = ratio(x.RPS, f.RPS), ratio(float64(x.Latency.P99), float64(f.Latency.P99))
+		}
+		row = append(row, rpsCell(x), rpsRatio, msf(x.Latency.P50), msf(x.Latency.P90), msf(x.Latency.P99),
+			p99Ratio, msf(x.Latency.Max), msf(x.CPUPerRequest), errorsCell(x.Errors, x.FirstError))
+		t.add(row...)
+	}
+	return t
+}
+
+// rpsCell is the mean throughput and, with repetitions, how far the farthest
+// one was from it.
+func rpsCell(x *closedResult) string {
+	if len(x.RepRPS) < 2 || x.RPS <= 0 {
+		return fmt.Sprintf("%.0f", x.RPS)
+	}
+	var spread float64
+	for _, v := range x.RepRPS {
+		spread = max(spread, math.Abs(v-x.RPS)/x.RPS)
+	}
+	return fmt.Sprintf("%.0f ±%.0f%%", x.RPS, 100*spread)
+}
+
+func openTable(r *results) *table {
+	t := newTable("target", "body", "load>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "errors>")
+	for i := range r.Open {
+		x := &r.Open[i]
+		p99Ratio := "–"
+		if f := r.floorOpen(x); f != nil && x.ep.Name != epFloor {
+			p99Ratio = ratio(float64(x.Latency.P99), float64(f.Latency.P99))
+		}
+		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Rate),
+			fmt.Sprintf("%.0f", x.Achieved), msf(x.Latency.P50), msf(x.Latency.P99), p99Ratio, msf(x.Latency.Max),
+			fmt.Sprint(x.Queued), errorsCell(x.Errors, x.FirstError))
+	}
+	return t
+}
+
+func memoryTable(r *results) *table {
+	t := newTable("server", "idle RSS MiB>", "idle anonymous MiB>", "idle file-backed MiB>", "peak RSS MiB (VmHWM)>")
+	for _, m := range r.Memory {
+		t.add(m.Name, fmt.Sprintf("%.1f", mib(m.Idle.RSS)), fmt.Sprintf("%.1f", mib(m.Idle.Anon)),
+			fmt.Sprintf("%.1f", mib(m.Idle.File)), fmt.Sprintf("%.1f", mib(m.Peak.HWM)))
+	}
+	return t
+}
+
+func scaleTable(s *scaleResult) *table {
+	t := newTable("figure", "value>")
+	t.add("Namespaces / LocalQueues / ClusterQueues / Deployments", fmt.Sprintf("%d / %d / %d / %d",
+		s.Counts.Namespaces, s.Counts.LocalQueues, s.Counts.ClusterQueues, s.Counts.Deployments))
+	t.add("time to create them", s.Create.Round(time.Second).String())
+	t.add("kueue-guard start until it knows the last LocalQueue", s.Sync.Round(100*time.Millisecond).String())
+	t.add(fmt.Sprintf("RSS, largest of %v of samples (MiB)", rssWindow), fmt.Sprintf("%.1f", mib(s.RSS)))
+	t.add("peak RSS since start, VmHWM (MiB)", fmt.Sprintf("%.1f", mib(s.HWM)))
+	return t
+}
+
+func goBenchTable(r *results) *table {
+	t := newTable("package", "benchmark", "ns/op>", "B/op>", "allocs/op>")
+	for _, b := range r.GoBenchmarks {
+		t.add(strings.TrimPrefix(b.Package, "github.com/kueue-guard/kueue-guard/"), b.Name,
+			metric(b, "ns/op"), metric(b, "B/op"), metric(b, "allocs/op"))
+	}
+	return t
+}
+
+func metric(b goBenchmark, unit string) string {
+	v, ok := b.Metrics[unit]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func ratio(x, floor float64) string {
+	if floor <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", x/floor)
+}
+
+// msf renders a duration in milliseconds for a table cell.
+func msf(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+
+func errorsCell(n int, first string) string {
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", n, truncate(strings.ReplaceAll(first, "|", "/"), 60))
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"time"
+
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+)
+
+// results is everything a run measured; the report is rendered from it.
+type results struct {
+	Machine  machine
+	Policies []*policies.Policy
+	Bodies   []bodyRow
+	Closed   []closedResult
+	Open     []openResult
+	Memory   []serverMemory
+	// Scale is nil without --scale.
+	Scale            *scaleResult
+	GoBenchmarks     []goBenchmark
+	GoBenchmarkError string
+	// Mismatches are bodies on which OPA and kueue-guard disagreed.
+	Mismatches []string
+	Elapsed    time.Duration
+}
+
+// bodyRow describes one body and what kueue-guard answered it.
+type bodyRow struct {
+	Name                    string
+	ReviewBytes, InputBytes int
+	// Mutate and Validate summarize kueue-guard's answers; Findings are the
+	// policies' findings on the validating path (queued bodies only).
+	Mutate, Validate, Findings string
+}
+
+// closedResult is one closed-loop point's figures.
+type closedResult struct {
+	point
+	// RPS is the mean of the repetitions' throughputs, RepRPS each one's.
+	RPS     float64
+	RepRPS  []float64
+	Latency latency
+	// Requests and Errors are over all repetitions.
+	Requests, Errors int
+	FirstError       string
+	// CPUPerRequest is the server's CPU time over the repetitions divided by
+	// the requests completed.
+	CPUPerRequest time.Duration
+}
+
+// openResult is one open-loop point's figures.
+type openResult struct {
+	openPoint
+	// Rate is the rate asked; Achieved what was sent and answered.
+	Rate, Achieved float64
+	Latency        latency
+	// Queued requests were sent after their scheduled time because every
+	// worker was busy: the server was behind.
+	Requests, Errors, Queued int
+	FirstError               string
+}
+
+// serverMemory is a server's resident set idle and its peak after the load.
+type serverMemory struct {
+	Name       string
+	Idle, Peak memory
+}
+
+// closed finds a closed-loop result.
+func (r *results) closed(endpoint, body string, c int) *closedResult {
+	for i := range r.Closed {
+		x := &r.Closed[i]
+		if x.ep.Name == endpoint && x.body.Name == body && x.c == c {
+			return x
+		}
+	}
+	return nil
+}
+
+// floorOf is the floor's result that a result is compared with: same kind,
+// operation and concurrency.
+func (r *results) floorOf(x *closedResult) *closedResult {
+	return r.closed(epFloor, x.body.floorName(), x.c)
+}
+
+// floorOpen is the floor's open-loop result at the same load fraction.
+func (r *results) floorOpen(x *openResult) *openResult {
+	for i := range r.Open {
+		f := &r.Open[i]
+		if f.ep.Name == epFloor && f.body.Name == x.body.floorName() && f.fraction == x.fraction {
+			return f
+		}
+	}
+	return nil
+}
+
+// goBenchmark finds a package benchmark by name.
+func (r *results) goBenchmark(name string) *goBenchmark {
+	for i := range r.GoBenchmarks {
+		if r.GoBenchmarks[i].Name == name {
+			return &r.GoBenchmarks[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/review"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+// settle is how long the servers idle after start before their memory is read.
+const settle = 2 * time.Second
+
+// bench is one run: what it started and what it measured.
+type bench struct {
+	o       *options
+	workDir string
+	certDir string
+	env     *testenv.Env
+	guard   guardArgs
+	servers []*server
+	eps     []*endpoint
+	bodies  []*body
+	// policyIDs are the shipped policies, in kueue-guard's order.
+	policyIDs []string
+	policyDir string
+	started   time.Time
+	results   results
+}
+
+// run is the whole benchmark: everything it starts is stopped, and its temporary
+// directory removed, before it returns.
+func run(ctx context.Context, o *options) (err error) {
+	b := &bench{o: o, started: time.Now()}
+	if err := b.prepare(ctx); err != nil {
+		return err
+	}
+	p := makePlan(o, b.eps, b.bodies)
+	fmt.Println(p.describe(o))
+
+	if b.workDir, err = os.MkdirTemp("", "kueue-guard-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.workDir)
+	b.certDir = filepath.Join(b.workDir, "certs")
+	if err := writeServingCert(b.certDir); err != nil {
+		return err
+	}
+	b.results.Machine = describeMachine(o)
+
+	if o.goBench != "" {
+		b.runPackageBenchmarks(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer b.stopAll()
+	if err := b.startAll(ctx); err != nil {
+		return err
+	}
+	if err := b.probe(ctx); err != nil {
+		return err
+	}
+	if err := b.measure(ctx, p); err != nil {
+		return err
+	}
+	if o.scale {
+		if err := b.measureScale(ctx); err != nil {
+			return fmt.Errorf("scale figure: %w", err)
+		}
+	}
+	b.results.Elapsed = time.Since(b.started)
+	return b.report()
+}
+
+// prepare reads the configuration, the cluster state and the policies, and
+// builds the bodies, before anything is started: a mistake there fails at once.
+func (b *bench) prepare(ctx context.Context) error {
+	for _, f := range []string{b.o.kueueGuard, b.o.opa} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("%w (make build opa)", err)
+		}
+	}
+	if _, err := testenv.AssetsDir(); err != nil {
+		return err
+	}
+	cfg, err := config.Load(b.o.config)
+	if err != nil {
+		return err
+	}
+	state, errs := review.LoadStateFile(b.o.clusterState, cfg.KueueNamespace)
+	if len(errs) > 0 {
+		return fmt.Errorf("reading %s: %w", b.o.clusterState, errs[0])
+	}
+	b.policyDir = cfg.Policies.Directory
+	engine, err := policies.NewEngine(policies.Options{Directory: b.policyDir})
+	if err != nil {
+		return err
+	}
+	if err := engine.Load(); err != nil {
+		return fmt.Errorf("loading the policies of %s: %w", b.o.config, err)
+	}
+	for _, p := range engine.Policies() {
+		b.policyIDs = append(b.policyIDs, p.ID)
+	}
+	b.guard = guardArgs{binary: b.o.kueueGuard, config: b.o.config}
+	b.eps = newEndpoints()
+	b.bodies, err = buildBodies(ctx, cfg, state.Snapshot)
+	if err != nil {
+		return err
+	}
+	b.results.Policies = engine.Policies()
+	return nil
+}
+
+// runPackageBenchmarks runs the package benchmarks first, on a quiet machine. A
+// failure is reported, not fatal: the packages may be mid-change.
+func (b *bench) runPackageBenchmarks(ctx context.Context) {
+	fmt.Printf("running the package benchmarks (%s, -benchtime=%s) …\n", b.o.goBench, b.o.benchTime)
+	res, err := runGoBenchmarks(ctx, b.o.goBench, b.o.benchTime)
+	b.results.GoBenchmarks = res
+	if err != nil {
+		b.results.GoBenchmarkError = err.Error()
+		fmt.Fprintln(os.Stderr, "package benchmarks failed:", err)
+	}
+}
+
+// startAll starts the control plane with the example cluster, then kueue-guard,
+// the floor and OPA, and reads their idle memory.
+func (b *bench) startAll(ctx context.Context) error {
+	fmt.Println("starting the control plane (bin/testcp) …")
+	env, err := testenv.Start(nil, nil)
+	if err != nil {
+		return err
+	}
+	b.env = env
+	if out, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace); err != nil {
+		return fmt.Errorf("creating %s: %v: %s%s", testenv.ServerNamespace, err, out, stderr)
+	}
+	if out, stderr, err := env.Kubectl(nil, "apply", "-f", b.o.clusterState); err != nil {
+		return fmt.Errorf("applying %s: %v: %s%s", b.o.clusterState, err, out, stderr)
+	}
+	b.guard.kubeconfig, b.guard.certDir = env.KubeconfigPath, b.certDir
+
+	fmt.Println("starting kueue-guard, the floor server and OPA …")
+	floor, err := startFloor(ctx, b.workDir, b.certDir)
+	if err != nil {
+		return err
+	}
+	b.servers = append(b.servers, floor)
+	guard, err := startGuard(ctx, b.guard, filepath.Join(b.workDir, "kueue-guard.log"))
+	if err != nil {
+		return err
+	}
+	b.servers = append(b.servers, guard)
+	opa, err := startOPA(ctx, b.o.opa, b.policyDir, b.results.Policies, b.workDir, b.certDir)
+	if err != nil {
+		return err
+	}
+	b.servers = append(b.servers, opa)
+	bindEndpoints(b.eps, floor, guard, opa)
+	for _, ep := range b.eps {
+		if err := checkLoopback(ep.url()); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(settle):
+	}
+	for _, s := range b.servers {
+		if s.Idle, err = readMemory(s.proc.pid()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopAll stops the servers and the control plane.
+func (b *bench) stopAll() {
+	for _, s := range b.servers {
+		s.proc.stop()
+	}
+	if b.env != nil {
+		fmt.Println("stopping the control plane")
+		if err := b.env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+		}
+	}
+}
+
+// endpoint returns the endpoint of a name.
+func (b *bench) endpoint(name string) *endpoint {
+	for _, ep := range b.eps {
+		if ep.Name == name {
+			return ep
+		}
+	}
+	panic("no endpoint " + name)
+}
+
+// alive fails when a server has exited: the figures after that would be errors.
+func (b *bench) alive() error {
+	var errs []error
+	for _, s := range b.servers {
+		if s.proc.exited() {
+			errs = append(errs, fmt.Errorf("%s exited (%v); end of its log:\n%s", s.Name, s.proc.err, s.proc.tail()))
+		}
+	}
+	return errors.Join(errs...)
+}
