@@ -18,7 +18,7 @@ import (
 
 type serveFlags struct {
 	configFile, kubeconfig, certDir, host, namespace string
-	metricsAddr, probeAddr, tlsMinVersion            string
+	metricsAddr, probeAddr, pprofAddr, tlsMinVersion string
 	port                                             int
 	shutdownTimeout                                  time.Duration
 	zap                                              zap.Options
@@ -45,6 +45,7 @@ func newServeCommand() *cobra.Command {
 	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
+	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles, for a profiling session; off when empty (bind it to loopback: profiles are not authenticated)")
 	fl.StringVar(&f.tlsMinVersion, "tls-min-version", "1.3", "Minimum TLS version of the webhook server: 1.3 or 1.2")
 	fl.StringVar(&f.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The server's own namespace, never mutated or validated (default $POD_NAMESPACE)")
 	fl.BoolVar(&f.manageCerts, "manage-certs", false, "Generate, inject and rotate the serving certificate (when cert-manager is not used)")
@@ -89,6 +90,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		TLSMinVersion:               minTLS,
 		MetricsBindAddress:          f.metricsAddr,
 		HealthProbeBindAddress:      f.probeAddr,
+		PprofBindAddress:            f.pprofAddr,
 		ShutdownTimeout:             f.shutdownTimeout,
 		Logger:                      logger,
 		ManageCerts:                 f.manageCerts,

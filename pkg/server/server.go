@@ -43,8 +43,10 @@ type Options struct {
 	TLSMinVersion          uint16
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	ShutdownTimeout        time.Duration
-	Logger                 logr.Logger
+	// PprofBindAddress serves /debug/pprof; empty disables it.
+	PprofBindAddress string
+	ShutdownTimeout  time.Duration
+	Logger           logr.Logger
 	// Certificates, when ManageCerts is set: the server generates a CA and a
 	// serving certificate into a Secret, injects the CA into its webhook
 	// configurations, and rotates both before they expire (for installs without
@@ -93,6 +95,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Cache:                   cluster.CacheOptions(scheme, o.Config.KueueNamespace),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		WebhookServer:           ws,
 		GracefulShutdownTimeout: &o.ShutdownTimeout,
 		// The server only reads; every replica serves. No leader election.
