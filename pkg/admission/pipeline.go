@@ -103,11 +103,11 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 		return d, nil
 	}
 	working := *req
-	working.owned = false
+	working.owned = req.Disposable
 	if err := run(ctx, p.steps.Mutating, MutationStep.Mutate, &working, t, view, d); err != nil {
 		return nil, err
 	}
-	if working.owned {
+	if len(d.Patch) > 0 {
 		d.Object = working.Object
 	}
 	return d, nil

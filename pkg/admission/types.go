@@ -40,6 +40,10 @@ type Request struct {
 	Raw       []byte
 	OldObject *unstructured.Unstructured
 	DryRun    bool
+	// Disposable says the caller never reads Object again once the pipeline
+	// has it (the webhook decoded it for this request only): the mutating path
+	// then edits it in place instead of copying it first.
+	Disposable bool
 
 	// owned reports whether Object is the mutating path's own copy, which a
 	// mutating step may edit (see writable).

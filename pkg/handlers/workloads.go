@@ -189,6 +189,8 @@ func newRequest(ar admission.Request) (*guard.Request, error) {
 		Name:        ar.Name,
 		UserInfo:    ar.UserInfo,
 		DryRun:      ar.DryRun != nil && *ar.DryRun,
+		// The object is decoded here for this request only.
+		Disposable: true,
 	}
 	var err error
 	if ar.Operation != admissionv1.Delete {
