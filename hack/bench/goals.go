@@ -15,6 +15,11 @@ const (
 	idleRSSGoalMiB      = 60
 	scaleRSSGoalMiB     = 150
 	allocsBenchmarkName = "BenchmarkHandler/validate/Job/CREATE/labeled"
+	// policyScaleGoal bounds the cost of 1,000 policies of which a handful
+	// match the request, as a multiple of one policy's.
+	policyScaleGoal     = 1.3
+	onePolicyBenchmark  = "BenchmarkEvaluateNPolicies/1"
+	manyPolicyBenchmark = "BenchmarkEvaluateNPoliciesMatching/1000"
 )
 
 // goal is one target and how the run fared against it.
@@ -32,6 +37,7 @@ func evaluateTargets(r *results, c int) []goal {
 		floorRatioGoal(r, validate, "/validate-workloads, shipped policies: p99 latency", validateP99Goal, false),
 		cpuGoal(validate),
 		allocsGoalRow(r),
+		policyScaleGoalRow(r),
 		floorRatioGoal(r, r.closed(epMutate, "Job CREATE", c), "/mutate-workloads with a patch: throughput", mutateRPSGoal, true),
 		floorRatioGoal(r, r.closed(epMutate, "Job CREATE +queue", c), "/mutate-workloads with nothing to do: throughput", mutateRPSGoal, true),
 		idleRSSGoal(r),
@@ -100,6 +106,21 @@ func allocsGoalRow(r *results) goal {
 			g.Measured, g.Verdict = fmt.Sprintf("%.0f", v), atMost(v, allocsGoal)
 		}
 	}
+	return g
+}
+
+// policyScaleGoalRow compares the policy step's time with 1,000 policies, 3 of
+// them matching the request by custom.match, to its time with one policy.
+func policyScaleGoalRow(r *results) goal {
+	g := goal{Target: "1 → 1,000 policies, 3 matching (" + manyPolicyBenchmark + " ÷ " + onePolicyBenchmark + ", ns/op)",
+		Goal: fmt.Sprintf("≤ %.1f×", policyScaleGoal), Measured: "not measured", Verdict: "not measured"}
+	one, many := r.goBenchmark(onePolicyBenchmark), r.goBenchmark(manyPolicyBenchmark)
+	if one == nil || many == nil || one.Metrics["ns/op"] == 0 {
+		return g
+	}
+	v := many.Metrics["ns/op"] / one.Metrics["ns/op"]
+	g.Measured = fmt.Sprintf("%.2f× (%.0f vs %.0f ns)", v, many.Metrics["ns/op"], one.Metrics["ns/op"])
+	g.Verdict = atMost(v, policyScaleGoal)
 	return g
 }
 

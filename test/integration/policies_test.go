@@ -151,6 +151,68 @@ var _ = Describe("quota policies as code", Ordered, func() {
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
+	// A policy scoped by custom.match applies where the admin's namespace
+	// labels say, whatever the tenant writes in the object; relabelling a
+	// namespace takes effect on the next request, without a restart.
+	It("applies a policy where its custom.match selects the namespace, and follows the namespace's labels", func() {
+		writePolicy := filepath.Join(policyDir, "sandbox.rego")
+		Expect(os.WriteFile(writePolicy, []byte(`# METADATA
+# title: No GPUs in sandboxes
+# custom:
+#   match:
+#     kinds:
+#     - apiGroups: [batch]
+#       kinds: [Job]
+#     namespaceSelector:
+#       matchLabels: {tier: sandbox}
+package team.sandbox
+
+deny contains "sandboxes get no GPUs" if input.workload.totalRequests["nvidia.com/gpu"] > 0
+`), 0o644)).To(Succeed())
+		DeferCleanup(func() { Expect(os.Remove(writePolicy)).To(Succeed()) })
+		sandbox := namespace(map[string]string{"tier": "sandbox"}, nil)
+		localQueue(sandbox, "lq")
+		other := namespace(nil, nil)
+		localQueue(other, "lq")
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, gpuJob(sandbox, "j", 1, 1).Obj(), client.DryRunAll)
+		}).WithTimeout(15 * time.Second).Should(MatchError(ContainSubstring("[team.sandbox] sandboxes get no GPUs")))
+		// The tenant's own labels do not take the Job out of the policy.
+		disguised := gpuJob(sandbox, "j", 1, 1).Label("tier", "production").Obj()
+		Expect(clientAs("alice").Create(ctx, disguised, client.DryRunAll)).To(MatchError(ContainSubstring("[team.sandbox]")))
+		// Elsewhere it does not apply, nor to a kind it does not name.
+		Expect(clientAs("alice").Create(ctx, gpuJob(other, "j", 1, 1).Obj(), client.DryRunAll)).To(Succeed())
+		js := fixtures.JobSet(sandbox, "js").Queue("lq").Requests("nvidia.com/gpu", "1").Obj()
+		if err := clientAs("alice").Create(ctx, js, client.DryRunAll); err != nil {
+			Expect(err.Error()).NotTo(ContainSubstring("[team.sandbox]"))
+		}
+
+		// The admin makes the other namespace a sandbox: the next Job there is judged.
+		nsObj := &corev1.Namespace{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: other}, nsObj)).To(Succeed())
+		nsObj.Labels["tier"] = "sandbox"
+		Expect(k8sClient.Update(ctx, nsObj)).To(Succeed())
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, gpuJob(other, "j", 1, 1).Obj(), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("[team.sandbox] sandboxes get no GPUs")))
+	})
+
+	It("judges the next Job by a namespace's new GPU cap, without a restart", func() {
+		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(capped, "lq")
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, gpuJob(capped, "j", 2, 2).Obj(), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		nsObj := &corev1.Namespace{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: capped}, nsObj)).To(Succeed())
+		nsObj.Labels["kueue-guard.io/max-gpus"] = "2"
+		Expect(k8sClient.Update(ctx, nsObj)).To(Succeed())
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, gpuJob(capped, "j", 2, 2).Obj(), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
+			`[kueue_guard.max_gpus_per_workload] requests 4 GPUs (nvidia.com/gpu) but namespace "` + capped + `" allows at most 2`)))
+	})
+
 	It("keeps serving the last good set when a broken policy is written, and picks up the fix without restart", func() {
 		loadErrors := metric("kueue_guard_policy_set_load_errors_total")
 		broken := filepath.Join(policyDir, "team-rule.rego")
