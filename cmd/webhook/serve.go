@@ -20,7 +20,7 @@ type serveFlags struct {
 	configFile, kubeconfig, certDir, host, namespace string
 	metricsAddr, probeAddr, pprofAddr, tlsMinVersion string
 	port                                             int
-	shutdownTimeout                                  time.Duration
+	shutdownTimeout, shutdownDelay                   time.Duration
 	zap                                              zap.Options
 	manageCerts                                      bool
 	certSecret, webhookService                       string
@@ -53,7 +53,8 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.webhookService, "webhook-service-name", "", "Service the certificate is issued for (with --manage-certs)")
 	fl.StringVar(&f.mutatingName, "mutating-webhook-configuration", "", "kueue-guard's MutatingWebhookConfiguration: checked to run before Kueue's, and given the CA with --manage-certs")
 	fl.StringVar(&f.validatingName, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (with --manage-certs)")
-	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests on SIGTERM")
+	fl.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "How long to keep serving after SIGTERM, with readiness failing, before the listener closes: longer than the cluster takes to remove the pod from the Service's endpoints")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests once the listener has closed")
 	goFlags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.zap.BindFlags(goFlags)
 	cmd.Flags().AddGoFlagSet(goFlags)
@@ -92,6 +93,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		HealthProbeBindAddress:      f.probeAddr,
 		PprofBindAddress:            f.pprofAddr,
 		ShutdownTimeout:             f.shutdownTimeout,
+		ShutdownDelay:               f.shutdownDelay,
 		Logger:                      logger,
 		ManageCerts:                 f.manageCerts,
 		CertSecretName:              f.certSecret,

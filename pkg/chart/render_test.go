@@ -356,6 +356,7 @@ var _ = Describe("default values", func() {
 			"--health-probe-bind-address=:8081",
 			"--tls-min-version=1.3",
 			"--namespace=$(POD_NAMESPACE)",
+			"--shutdown-delay=5s",
 			"--shutdown-timeout=30s",
 			"--mutating-webhook-configuration=kueue-guard-mutating",
 			"--zap-log-level=info"))
@@ -369,6 +370,13 @@ var _ = Describe("default values", func() {
 		Expect(c.LivenessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
 		Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
 		Expect(c.ReadinessProbe.HTTPGet.Port).To(Equal(intstr.FromString("health")))
+
+		// A rollout refuses no request: the old pod sleeps, then serves out its
+		// shutdown delay with readiness failing, within its grace period, and
+		// no replica goes before its successor is ready.
+		Expect(c.Lifecycle.PreStop.Sleep.Seconds).To(BeEquivalentTo(5))
+		Expect(*d.Spec.Template.Spec.TerminationGracePeriodSeconds).To(BeNumerically(">", 5+5+30))
+		Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(BeZero())
 
 		mounts := map[string]string{}
 		for _, m := range c.VolumeMounts {

@@ -46,6 +46,10 @@ type Options struct {
 	// PprofBindAddress serves /debug/pprof; empty disables it.
 	PprofBindAddress string
 	ShutdownTimeout  time.Duration
+	// ShutdownDelay is how long the server keeps serving after it is told to
+	// stop, with readiness failing, so that endpoints stop sending it requests
+	// before its listener closes; 0 stops at once.
+	ShutdownDelay time.Duration
 	Logger           logr.Logger
 	// Certificates, when ManageCerts is set: the server generates a CA and a
 	// serving certificate into a Secret, injects the CA into its webhook
@@ -70,8 +74,11 @@ func Scheme() *runtime.Scheme {
 
 // Server is a configured, not yet started webhook server.
 type Server struct {
-	mgr    manager.Manager
-	synced atomic.Bool
+	mgr      manager.Manager
+	synced   atomic.Bool
+	draining atomic.Bool
+	delay    time.Duration
+	logger   logr.Logger
 }
 
 // New builds the server.
@@ -151,8 +158,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		hooks.Register(path, handlers.Serve(h.WithObserver(o.Observer), o.Logger.WithName("webhook").WithValues("path", path)))
 	}
 
-	s := &Server{mgr: mgr}
+	s := &Server{mgr: mgr, delay: o.ShutdownDelay, logger: o.Logger}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("shutdown", s.notDraining); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("webhook", ws.StartedChecker()); err != nil {
@@ -182,8 +192,40 @@ func (s *Server) cacheSynced(*http.Request) error {
 	return nil
 }
 
-// Start runs the server until ctx is cancelled, then drains in-flight requests.
-func (s *Server) Start(ctx context.Context) error { return s.mgr.Start(ctx) }
+func (s *Server) notDraining(*http.Request) error {
+	if s.draining.Load() {
+		return errors.New("shutting down")
+	}
+	return nil
+}
+
+// Start runs the server until ctx is cancelled (SIGTERM), then shuts down
+// without refusing a request: readiness fails at once, so that the Service's
+// endpoints drop this replica, while the webhook keeps serving for the
+// shutdown delay (longer than endpoint propagation); only then does the
+// listener close and in-flight requests drain, within the shutdown timeout.
+// The API server does not retry a refused connection: a listener closed while
+// it still sends here would fail its requests.
+func (s *Server) Start(ctx context.Context) error {
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- s.mgr.Start(run) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.logger.Info("shutting down: readiness fails now; serving until the shutdown delay has passed", "delay", s.delay)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(s.delay):
+	}
+	stop()
+	return <-done
+}
 
 // Ready reports whether the caches have synced (the readiness endpoint also
 // checks the webhook server).

@@ -142,6 +142,12 @@ func (e *Env) StartServer(ctx context.Context, restCfg *rest.Config, cfg *config
 
 // StartServerWith is StartServer with an observer of every admission answer.
 func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration, observer handlers.Observer) (*Server, error) {
+	return e.StartServerOptions(ctx, restCfg, cfg, func(o *server.Options) { o.Observer = observer })
+}
+
+// StartServerOptions is StartServer with the server's options edited by tune
+// before it starts (a shutdown delay, say).
+func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration, tune func(*server.Options)) (*Server, error) {
 	probe, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -151,7 +157,7 @@ func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *co
 		return nil, err
 	}
 	o := e.WebhookInstallOptions
-	srv, err := server.New(ctx, server.Options{
+	opts := server.Options{
 		Config:                 cfg,
 		RESTConfig:             restCfg,
 		Namespace:              "kueue-guard-system",
@@ -165,8 +171,11 @@ func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *co
 		// As the chart passes it: the webhook order check watches it.
 		MutatingConfigurationName: webhookconfig.MutatingName,
 		Logger:                    log.FromContext(ctx),
-		Observer:                  observer,
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	srv, err := server.New(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +209,13 @@ func (s *Server) Stop() error {
 	s.cancel()
 	return <-s.done
 }
+
+// Terminate tells the server to stop, as SIGTERM does, without waiting; Done
+// reports its end.
+func (s *Server) Terminate() { s.cancel() }
+
+// Done receives the server's result once it has stopped.
+func (s *Server) Done() <-chan error { return s.done }
 
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
