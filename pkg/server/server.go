@@ -50,7 +50,7 @@ type Options struct {
 	// stop, with readiness failing, so that endpoints stop sending it requests
 	// before its listener closes; 0 stops at once.
 	ShutdownDelay time.Duration
-	Logger           logr.Logger
+	Logger        logr.Logger
 	// Certificates, when ManageCerts is set: the server generates a CA and a
 	// serving certificate into a Secret, injects the CA into its webhook
 	// configurations, and rotates both before they expire (for installs without
