@@ -157,7 +157,20 @@ func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integrat
 		}
 		return true
 	}
-	segs := make([]segment, 0, 16)
+	walkMaps(obj.Object, nil, func(segs []segment, n map[string]any) {
+		if md, ok := n["metadata"].(map[string]any); ok && len(segs) > 0 && !isOwn(segs) {
+			if labels, ok := md["labels"].(map[string]any); ok {
+				visit(segs, labels)
+			}
+		}
+	}, "metadata", "status")
+}
+
+// walkMaps calls visit with every map under node (node included when it is
+// one) and its path after prefix, in no particular order, bounded in depth: the
+// walks here run on untrusted input. Keys in skip are not entered.
+func walkMaps(node any, prefix []segment, visit func([]segment, map[string]any), skip ...string) {
+	segs := append(make([]segment, 0, 16), prefix...)
 	var walk func(node any, depth int)
 	walk = func(node any, depth int) {
 		if depth > maxDepth {
@@ -165,13 +178,9 @@ func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integrat
 		}
 		switch n := node.(type) {
 		case map[string]any:
-			if md, ok := n["metadata"].(map[string]any); ok && len(segs) > 0 && !isOwn(segs) {
-				if labels, ok := md["labels"].(map[string]any); ok {
-					visit(segs, labels)
-				}
-			}
+			visit(segs, n)
 			for k, v := range n {
-				if k == "metadata" || k == "status" {
+				if slices.Contains(skip, k) {
 					continue
 				}
 				switch v.(type) {
@@ -192,7 +201,7 @@ func visitNestedLabels(obj *unstructured.Unstructured, in *integrations.Integrat
 			}
 		}
 	}
-	walk(obj.Object, 0)
+	walk(node, len(prefix))
 }
 
 // SetLabel sets one label in the kind's queue-label metadata, creating the maps on
@@ -397,38 +406,19 @@ func PodSpecPaths(obj *unstructured.Unstructured) [][]any {
 		return nil
 	}
 	var out [][]any
-	path := make([]any, 0, 16)
-	path = append(path, "spec")
-	var walk func(node any, depth int)
-	walk = func(node any, depth int) {
-		if depth > maxDepth {
-			return
-		}
-		switch n := node.(type) {
-		case map[string]any:
-			if _, ok := n["containers"].([]any); ok {
-				out = append(out, slices.Clone(path))
-			}
-			for k, v := range n {
-				switch v.(type) {
-				case map[string]any, []any:
-					path = append(path, k)
-					walk(v, depth+1)
-					path = path[:len(path)-1]
+	walkMaps(spec, []segment{{key: "spec"}}, func(segs []segment, n map[string]any) {
+		if _, ok := n["containers"].([]any); ok {
+			path := make([]any, len(segs))
+			for i, s := range segs {
+				if s.key == "" {
+					path[i] = s.index
+				} else {
+					path[i] = s.key
 				}
 			}
-		case []any:
-			for i, v := range n {
-				switch v.(type) {
-				case map[string]any, []any:
-					path = append(path, i)
-					walk(v, depth+1)
-					path = path[:len(path)-1]
-				}
-			}
+			out = append(out, path)
 		}
-	}
-	walk(spec, 1)
+	})
 	if len(out) > 1 {
 		slices.SortFunc(out, comparePaths)
 	}
