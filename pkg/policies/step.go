@@ -55,11 +55,17 @@ func (*Step) Handles(op admissionv1.Operation) bool {
 
 // Validate implements admission.ValidationStep. It skips objects that are not
 // Kueue workloads (no queue name after defaulting: Kueue ignores them, so quota
-// policies have nothing to say). It never returns an error: a failure is a
+// policies have nothing to say), and requests an earlier step has denied. It never returns an error: a failure is a
 // violation decided by policies.onError, so that the choice between failing open
 // and closed is the user's, not the webhook's failurePolicy.
 func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission.Target, view cluster.View, d *admission.Decision) error {
 	if req.Object == nil || t.Integration == nil || workload.QueueName(req.Object, t.Integration) == "" {
+		return nil
+	}
+	// A request a built-in rule already denies is answered without the
+	// policies: their findings would not change the answer, and a tenant's
+	// stream of refused objects must not cost a policy evaluation each.
+	if !d.Allowed() {
 		return nil
 	}
 	plan := s.engine.Plan(subject(req, t, view))
