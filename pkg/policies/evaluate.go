@@ -104,11 +104,12 @@ func (p *Plan) Evaluate(ctx context.Context, input ast.Value) *Result {
 }
 
 func (e *Engine) observe(res *Result, start time.Time) {
-	outcome := "ok"
+	took := time.Since(start).Seconds()
 	if len(res.Failures) > 0 {
-		outcome = "error"
+		e.metrics.durationError.Observe(took)
+	} else {
+		e.metrics.durationOK.Observe(took)
 	}
-	e.metrics.Duration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	for _, f := range res.Findings {
 		e.metrics.Violations.WithLabelValues(f.Policy.ID, string(f.Enforcement)).Inc()
 	}

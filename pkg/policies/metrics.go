@@ -24,6 +24,17 @@ type Metrics struct {
 	LoadErrors prometheus.Counter
 	// Policies is the number of policies in the serving set.
 	Policies prometheus.Gauge
+
+	// durationOK and durationError are Duration's two series, bound once:
+	// every evaluated request observes one.
+	durationOK, durationError prometheus.Observer
+}
+
+// bind binds the per-request series' labels once.
+func (m *Metrics) bind() *Metrics {
+	m.durationOK = m.Duration.WithLabelValues("ok")
+	m.durationError = m.Duration.WithLabelValues("error")
+	return m
 }
 
 // NewMetrics creates the series and registers them with reg; a nil reg leaves them
@@ -59,7 +70,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	if reg == nil {
-		return m, nil
+		return m.bind(), nil
 	}
 	var err error
 	if m.Violations, err = kgmetrics.Register(reg, m.Violations); err != nil {
@@ -80,5 +91,5 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if m.Policies, err = kgmetrics.Register(reg, m.Policies); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return m.bind(), nil
 }
