@@ -115,6 +115,9 @@ func (*IntegrationGuard) Handles(op admissionv1.Operation) bool { return createO
 // finalizer, status-like writes) passes, so that an object of an unsupported
 // kind can still be cleaned up.
 func (g *IntegrationGuard) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if Deleting(req) {
+		return nil // Kueue manages nothing being deleted; let its cleanup finish
+	}
 	if req.Operation == admissionv1.Update && req.OldObject != nil &&
 		workload.QueueName(req.OldObject, t.Integration) == workload.QueueName(req.Object, t.Integration) {
 		return nil
@@ -159,6 +162,13 @@ func (g *IntegrationGuard) warning(in *integrations.Integration) string {
 	}
 	alt, _, _ := strings.Cut(in.Alternative, " (")
 	return fmt.Sprintf("%s is unsupported by managed Kueue: it would run outside quota; use %s", in.GVK.Kind, alt)
+}
+
+// Deleting reports an UPDATE of an object the API server has marked for
+// deletion: the stored object (the old object) has a deletionTimestamp. Only a
+// DELETE sets it; an update cannot, so the requester cannot claim it.
+func Deleting(req *Request) bool {
+	return req.Operation == admissionv1.Update && req.OldObject != nil && req.OldObject.GetDeletionTimestamp() != nil
 }
 
 // QueueChecks warns about a queue that cannot admit the workload: a LocalQueue

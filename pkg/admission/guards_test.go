@@ -104,6 +104,19 @@ var _ = Describe("the integration guard", func() {
 		Expect(rules(d)).To(ContainElement(guard.RuleUnsupportedIntegration+"/deny"), "a change of queue is judged")
 	})
 
+	It("never denies the update of an object being deleted, by the stored object's deletion mark", func() {
+		old := fixtures.AppWrapper("a", "w").Queue("q").Obj()
+		requeued := fixtures.AppWrapper("a", "w").Queue("other").Obj()
+		v := view(append(nsWithQueue(), lq("a", "other"))...)
+		// The mark in the new object alone is not believed: the API server
+		// keeps the stored one, and only a DELETE sets it.
+		now := metav1.Now()
+		requeued.SetDeletionTimestamp(&now)
+		Expect(rules(validate(built(config.Default()), v, update(old, requeued)))).To(ContainElement(guard.RuleUnsupportedIntegration + "/deny"))
+		old.SetDeletionTimestamp(&now)
+		Expect(rules(validate(built(config.Default()), v, update(old, requeued)))).NotTo(ContainElement(HavePrefix(guard.RuleUnsupportedIntegration)))
+	})
+
 	It("leaves workloads that are not Kueue workloads alone", func() {
 		d := validate(built(config.Default()), view(ns("a", nil, nil)), create(fixtures.AppWrapper("a", "w").Obj()))
 		Expect(d.Violations).To(BeEmpty())

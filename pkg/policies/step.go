@@ -62,6 +62,13 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 	if req.Object == nil || t.Integration == nil || workload.QueueName(req.Object, t.Integration) == "" {
 		return nil
 	}
+	// An object being deleted is never denied: Kueue admits nothing for it any
+	// more, and denying its updates (a controller's or its owner's finalizer
+	// removal) would hold it Terminating. The deletion mark is read from the
+	// stored object: only a DELETE sets it, never an update's author.
+	if admission.Deleting(req) {
+		return nil
+	}
 	// A request a built-in rule already denies is answered without the
 	// policies: their findings would not change the answer, and a tenant's
 	// stream of refused objects must not cost a policy evaluation each.

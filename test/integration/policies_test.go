@@ -11,7 +11,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -211,6 +213,59 @@ deny contains "sandboxes get no GPUs" if input.workload.totalRequests["nvidia.co
 			return clientAs("alice").Create(ctx, gpuJob(capped, "j", 2, 2).Obj(), client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
 			`[kueue_guard.max_gpus_per_workload] requests 4 GPUs (nvidia.com/gpu) but namespace "` + capped + `" allows at most 2`)))
+	})
+
+	// A policy that denies every update must not hold an object Terminating:
+	// its finalizer must come off. A tenant cannot claim the deletion mark to
+	// slip an update past the policies: only a DELETE sets it.
+	It("never denies the update of an object being deleted, and the deletion mark cannot be forged", func() {
+		frozen := namespace(nil, nil)
+		localQueue(frozen, "lq")
+		file := filepath.Join(policyDir, "frozen.rego")
+		Expect(os.WriteFile(file, []byte(`# METADATA
+# title: Frozen namespace
+# custom:
+#   match:
+#     operations: [UPDATE]
+#     namespaces: [`+frozen+`]
+package team.frozen
+
+deny contains "nothing changes here" if true
+`), 0o644)).To(Succeed())
+		DeferCleanup(func() { Expect(os.Remove(file)).To(Succeed()) })
+
+		alice := clientAs("alice")
+		job := fixtures.Job(frozen, "held").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "60").Obj()
+		job.SetFinalizers([]string{"example.com/hold"})
+		Expect(alice.Create(ctx, job)).To(Succeed())
+		Eventually(func() error {
+			cur := &batchv1.Job{}
+			Expect(alice.Get(ctx, client.ObjectKeyFromObject(job), cur)).To(Succeed())
+			cur.Labels["touched"] = "yes"
+			return alice.Update(ctx, cur)
+		}).WithTimeout(15 * time.Second).Should(MatchError(ContainSubstring("[team.frozen] nothing changes here")))
+
+		// Forging the mark in an update: the API server refuses it before
+		// admission (and kueue-guard reads the mark from the stored object).
+		forged := &batchv1.Job{}
+		Expect(alice.Get(ctx, client.ObjectKeyFromObject(job), forged)).To(Succeed())
+		forged.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		forged.Labels["forged"] = "yes"
+		Expect(alice.Update(ctx, forged)).To(MatchError(Or(
+			ContainSubstring("metadata.deletionTimestamp"), ContainSubstring("[team.frozen]"))))
+		Expect(alice.Get(ctx, client.ObjectKeyFromObject(job), forged)).To(Succeed())
+		Expect(forged.Labels).NotTo(HaveKey("forged"))
+
+		// A real deletion: the finalizer comes off despite the policy.
+		Expect(alice.Delete(ctx, job)).To(Succeed())
+		deleting := &batchv1.Job{}
+		Expect(alice.Get(ctx, client.ObjectKeyFromObject(job), deleting)).To(Succeed())
+		Expect(deleting.DeletionTimestamp).NotTo(BeNil())
+		deleting.Finalizers = nil
+		Expect(alice.Update(ctx, deleting)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(alice.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}))
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
 	})
 
 	It("keeps serving the last good set when a broken policy is written, and picks up the fix without restart", func() {
