@@ -19,7 +19,7 @@ import (
 type serveFlags struct {
 	configFile, kubeconfig, certDir, host, namespace string
 	metricsAddr, probeAddr, pprofAddr, tlsMinVersion string
-	port                                             int
+	port, maxInFlight                                int
 	shutdownTimeout, shutdownDelay                   time.Duration
 	zap                                              zap.Options
 	manageCerts                                      bool
@@ -43,6 +43,7 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key; reloaded when they change")
 	fl.StringVar(&f.host, "webhook-host", "", "Address the webhook server listens on (all interfaces when empty)")
 	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 256, "Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles, for a profiling session; off when empty (bind it to loopback: profiles are not authenticated)")
@@ -92,6 +93,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		MetricsBindAddress:          f.metricsAddr,
 		HealthProbeBindAddress:      f.probeAddr,
 		PprofBindAddress:            f.pprofAddr,
+		MaxInFlight:                 f.maxInFlight,
 		ShutdownTimeout:             f.shutdownTimeout,
 		ShutdownDelay:               f.shutdownDelay,
 		Logger:                      logger,

@@ -356,6 +356,7 @@ var _ = Describe("default values", func() {
 			"--health-probe-bind-address=:8081",
 			"--tls-min-version=1.3",
 			"--namespace=$(POD_NAMESPACE)",
+			"--max-in-flight=256",
 			"--shutdown-delay=5s",
 			"--shutdown-timeout=30s",
 			"--mutating-webhook-configuration=kueue-guard-mutating",

@@ -15,6 +15,8 @@ type Metrics struct {
 	Requests   *prometheus.CounterVec
 	Latency    *prometheus.HistogramVec
 	Violations *prometheus.CounterVec
+	// Throttled counts requests answered 429 at the in-flight limit.
+	Throttled prometheus.Counter
 }
 
 // NewMetrics creates the series and registers them with reg.
@@ -33,6 +35,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "kueue_guard_violations_total",
 			Help: "Rule violations found, by webhook, rule and enforcement (deny, warn, dryrun).",
 		}, []string{"webhook", "rule", "enforcement"}),
+		Throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kueue_guard_admission_throttled_total",
+			Help: "Admission requests answered 429 Too Many Requests at the in-flight limit (--max-in-flight); the API server retries them.",
+		}),
 	}
 	var err error
 	if m.Requests, err = kgmetrics.Register(reg, m.Requests); err != nil {
@@ -42,6 +48,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.Violations, err = kgmetrics.Register(reg, m.Violations); err != nil {
+		return nil, err
+	}
+	if m.Throttled, err = kgmetrics.Register(reg, m.Throttled); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
@@ -40,6 +41,53 @@ const (
 // for the handler.
 func Serve(h admission.Handler, logger logr.Logger) http.Handler {
 	return &reviewServer{handler: h, logger: logger}
+}
+
+// InFlight bounds the requests a server works on at once, over all its paths:
+// beyond it a request is answered 429 Too Many Requests with a Retry-After
+// before its body is read, which the API server's webhook client retries, so
+// that a burst queues in the API server instead of piling up decoded objects
+// here. A nil *InFlight does not bound.
+type InFlight struct {
+	slots     chan struct{}
+	throttled prometheus.Counter
+}
+
+// NewInFlight bounds to max requests; max ≤ 0 does not bound. m, when not
+// nil, counts the refused requests.
+func NewInFlight(max int, m *Metrics) *InFlight {
+	if max <= 0 {
+		return nil
+	}
+	l := &InFlight{slots: make(chan struct{}, max)}
+	if m != nil {
+		l.throttled = m.Throttled
+	}
+	return l
+}
+
+// retryAfter is what a refused request is told to wait.
+const retryAfter = "1"
+
+// Limit wraps h with the bound.
+func (l *InFlight) Limit(h http.Handler) http.Handler {
+	if l == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			if l.throttled != nil {
+				l.throttled.Inc()
+			}
+			w.Header().Set("Retry-After", retryAfter)
+			http.Error(w, "kueue-guard is at its in-flight limit; retry", http.StatusTooManyRequests)
+			return
+		}
+		defer func() { <-l.slots }()
+		h.ServeHTTP(w, r)
+	})
 }
 
 type reviewServer struct {

@@ -113,4 +113,36 @@ var _ = Describe("serving AdmissionReviews", func() {
 		_, out = post(handlers.Serve(mutate, logr.Discard()), "application/json", reviewOf(admissionv1.Update, []byte(`{}`)))
 		Expect(out.Response.Allowed).To(BeTrue())
 	})
+
+	It("answers 429 with a Retry-After beyond the in-flight limit, before reading the body, and serves again once a slot frees", func() {
+		release := make(chan struct{})
+		entered := make(chan struct{}, 2)
+		blocking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			entered <- struct{}{}
+			<-release
+			w.WriteHeader(http.StatusOK)
+		})
+		h := handlers.NewInFlight(2, nil).Limit(blocking)
+		done := make(chan int, 2)
+		for range 2 {
+			go func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")))
+				done <- rec.Code
+			}()
+		}
+		Eventually(entered).Should(Receive())
+		Eventually(entered).Should(Receive())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")))
+		Expect(rec.Code).To(Equal(http.StatusTooManyRequests))
+		Expect(rec.Header().Get("Retry-After")).To(Equal("1"))
+		close(release)
+		Eventually(done).Should(Receive(Equal(http.StatusOK)))
+		Eventually(done).Should(Receive(Equal(http.StatusOK)))
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")))
+		Expect(rec.Code).To(Equal(http.StatusOK))
+		Expect(handlers.NewInFlight(0, nil)).To(BeNil(), "0 does not bound")
+	})
 })

@@ -45,7 +45,10 @@ type Options struct {
 	HealthProbeBindAddress string
 	// PprofBindAddress serves /debug/pprof; empty disables it.
 	PprofBindAddress string
-	ShutdownTimeout  time.Duration
+	// MaxInFlight bounds the admission requests served at once; beyond it they
+	// are answered 429, which the API server retries. 0 does not bound.
+	MaxInFlight     int
+	ShutdownTimeout time.Duration
 	// ShutdownDelay is how long the server keeps serving after it is told to
 	// stop, with readiness failing, so that endpoints stop sending it requests
 	// before its listener closes; 0 stops at once.
@@ -150,12 +153,13 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	hooks := mgr.GetWebhookServer()
+	limit := handlers.NewInFlight(o.MaxInFlight, metrics)
 	for path, h := range map[string]*handlers.Handler{
 		webhookconfig.MutateWorkloadsPath:          handlers.NewMutatingWorkloads(pipeline, view, metrics),
 		webhookconfig.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
 		webhookconfig.ValidateKueueControllersPath: handlers.NewValidatingControllers(pipeline, view, metrics),
 	} {
-		hooks.Register(path, handlers.Serve(h.WithObserver(o.Observer), o.Logger.WithName("webhook").WithValues("path", path)))
+		hooks.Register(path, limit.Limit(handlers.Serve(h.WithObserver(o.Observer), o.Logger.WithName("webhook").WithValues("path", path))))
 	}
 
 	s := &Server{mgr: mgr, delay: o.ShutdownDelay, logger: o.Logger}

@@ -32,8 +32,13 @@ var (
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	ctx, cancel = context.WithCancel(context.Background())
-	var err error
-	env, err = testenv.Start(nil, nil)
+	// The chart's webhook configurations, pointed at the local serving port:
+	// some faults are seen through the API server, as a cluster sees them.
+	// The API server waits 10s (the chart's largest sensible timeout) so that
+	// its retries of a refused call fit in it.
+	mutating, validating, err := testenv.ChartWebhooks(map[string]any{"webhooks": map[string]any{"timeoutSeconds": 10}})
+	Expect(err).NotTo(HaveOccurred())
+	env, err = testenv.Start(mutating, validating)
 	Expect(err).NotTo(HaveOccurred())
 	_, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace)
 	Expect(err).NotTo(HaveOccurred(), stderr)

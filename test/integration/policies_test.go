@@ -2,11 +2,8 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -33,20 +30,9 @@ func installShippedPolicies() {
 
 func metric(name string) float64 {
 	GinkgoHelper()
-	resp, err := http.Get("http://" + srv.MetricAddr + "/metrics")
+	v, err := testenv.MetricValue(srv.MetricAddr, name)
 	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	Expect(err).NotTo(HaveOccurred())
-	var total float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
-			var v float64
-			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			total += v
-		}
-	}
-	return total
+	return v
 }
 
 func gpuJob(ns, name string, pods, gpusPerPod int64) *fixtures.Object {
