@@ -28,10 +28,15 @@ TESTCP_STAMP := $(shell cat $(TESTCP_SRCS) Makefile | sha256sum | cut -c1-16)-$(
 GINKGO_FLAGS ?=
 TEST_FLAGS   ?= -race -count=1
 BENCH_FLAGS  ?=
+# Go fuzz targets (package:Target), run by make fuzz for FUZZTIME each, and by
+# make test briefly (FUZZ_SMOKE_TIME each).
+FUZZ_TARGETS    := ./pkg/handlers:FuzzHandle ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect
+FUZZTIME        ?= 10m
+FUZZ_SMOKE_TIME ?= 10s
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke
+.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke fuzz fuzz-smoke
 
 all: build
 
@@ -60,7 +65,7 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-co
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 
-test: lint testbin policy-test bench-smoke ## Unit, policy and integration tests (-race) against the real control plane.
+test: lint testbin policy-test bench-smoke fuzz-smoke ## Unit, policy and integration tests (-race) against the real control plane.
 	$(GO) test $(TEST_FLAGS) ./... $(GINKGO_FLAGS)
 
 policy-test: ## Run the shipped policies' Rego tests (kueue-guard policy test policies/).
@@ -100,6 +105,15 @@ bench: build testbin opa ## Load-test kueue-guard against a floor server and OPA
 
 bench-smoke: build testbin opa ## Run the load harness once, briefly, checking no target (part of make test).
 	GO="$(GO)" $(GO) run ./hack/bench --short --out ''
+
+fuzz: ## Run every Go fuzz target for FUZZTIME (default 10m) each; a crash is saved under testdata/fuzz and fails the run.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
+fuzz-smoke: ## Run every Go fuzz target briefly (part of make test).
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE_TIME)
 
 clean: ## Remove build output (keeps the test control plane).
 	rm -f $(BIN)/kueue-guard

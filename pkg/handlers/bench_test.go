@@ -96,7 +96,7 @@ func reviewBody(b *testing.B, op admissionv1.Operation, obj *unstructured.Unstru
 
 // handlerBenchPipeline is the server's pipeline with the shipped policies, over a
 // namespace with a default queue, its LocalQueue and a ClusterQueue in a cohort.
-func handlerBenchPipeline(b *testing.B) (*guard.Pipeline, cluster.View) {
+func handlerBenchPipeline(b testing.TB) (*guard.Pipeline, cluster.View) {
 	b.Helper()
 	eng, err := policies.NewEngine(policies.Options{Directory: filepath.Join("..", "..", "policies"), OnError: config.OnErrorDeny})
 	if err != nil {
