@@ -46,11 +46,14 @@ type Match struct {
 	objSelector labels.Selector
 }
 
-// KindMatch selects kinds by API group and kind name; "*" in either list
+// KindMatch selects kinds by API group and kind name, as Gatekeeper's match
+// does (apiGroups and kinds lists), or one group and kind (group, kind); "*"
 // matches any, and "" is the core group (bare Pods).
 type KindMatch struct {
-	APIGroups []string `json:"apiGroups"`
-	Kinds     []string `json:"kinds"`
+	APIGroups []string `json:"apiGroups,omitempty"`
+	Kinds     []string `json:"kinds,omitempty"`
+	Group     *string  `json:"group,omitempty"`
+	Kind      string   `json:"kind,omitempty"`
 }
 
 // Subject is what the index matches a request by.
@@ -84,7 +87,14 @@ func parseMatch(v any) (*Match, error) {
 			return nil, fmt.Errorf("METADATA custom.%s.operations: %q is not CREATE or UPDATE, the operations policies judge", matchCustom, op)
 		}
 	}
-	for i, k := range m.Kinds {
+	for i := range m.Kinds {
+		k := &m.Kinds[i]
+		if k.Group != nil || k.Kind != "" {
+			if k.Group == nil || k.Kind == "" || len(k.APIGroups) > 0 || len(k.Kinds) > 0 {
+				return nil, fmt.Errorf("METADATA custom.%s.kinds[%d] needs group and kind, or apiGroups and kinds, not a mix", matchCustom, i)
+			}
+			k.APIGroups, k.Kinds = []string{*k.Group}, []string{k.Kind}
+		}
 		if len(k.APIGroups) == 0 || len(k.Kinds) == 0 {
 			return nil, fmt.Errorf("METADATA custom.%s.kinds[%d] needs apiGroups and kinds (\"*\" for any)", matchCustom, i)
 		}

@@ -49,13 +49,14 @@ var _ = Describe("custom.match", func() {
 			"byname.rego":  matchPolicy("m.byname", "namespaceSelector:\n  matchLabels: {kubernetes.io/metadata.name: team-a}"),
 			"trained.rego": matchPolicy("m.trained", "labelSelector:\n  matchExpressions:\n  - {key: stage, operator: In, values: [training]}"),
 			"allkind.rego": matchPolicy("m.allkind", "kinds:\n- apiGroups: ['*']\n  kinds: ['*']"),
+			"onekind.rego": matchPolicy("m.onekind", "kinds:\n- {group: batch, kind: Job}"),
 		})
 		cluster := snapshot(namespace("team-a", map[string]string{"hardware": "gpu"}, nil), namespace("ml", nil, nil))
 
 		job := fixtures.Job("team-a", "j").Queue("lq").Label("stage", "training").Obj()
 		Expect(rules(validate(e, createRequest(job), cluster))).To(ConsistOf(
 			"m.any/deny", "m.jobs/deny", "m.create/deny", "m.teams/deny", "m.notml/deny", "m.gpu/deny",
-			"m.byname/deny", "m.trained/deny", "m.allkind/deny"))
+			"m.byname/deny", "m.trained/deny", "m.allkind/deny", "m.onekind/deny"))
 
 		js := fixtures.JobSet("ml", "js").Queue("lq").Obj()
 		Expect(rules(validate(e, createRequest(js), cluster))).To(ConsistOf(
@@ -64,7 +65,7 @@ var _ = Describe("custom.match", func() {
 		update := createRequest(fixtures.Job("ml", "j").Queue("lq").Obj())
 		update.Operation = admissionv1.Update
 		update.OldObject = update.Object.DeepCopy()
-		Expect(rules(validate(e, update, cluster))).To(ConsistOf("m.any/deny", "m.jobs/deny", "m.update/deny", "m.allkind/deny"))
+		Expect(rules(validate(e, update, cluster))).To(ConsistOf("m.any/deny", "m.jobs/deny", "m.update/deny", "m.allkind/deny", "m.onekind/deny"))
 	})
 
 	It("matches a namespace the view does not know by its name only", func() {
@@ -128,6 +129,7 @@ var _ = Describe("custom.match", func() {
 		Entry("an operation policies never see", "operations: [DELETE]", `"DELETE" is not CREATE or UPDATE`),
 		Entry("a kind kueue-guard does not judge", "kinds:\n- apiGroups: [apps]\n  kinds: [DaemonSet]", `"DaemonSet" is not a workload kind`),
 		Entry("a kinds entry without groups", "kinds:\n- kinds: [Job]", "needs apiGroups and kinds"),
+		Entry("a kinds entry mixing both forms", "kinds:\n- {group: batch, kinds: [Job]}", "not a mix"),
 		Entry("a namespace glob in the middle", "namespaces: [te*m]", "must be a name or a prefix ending in *"),
 		Entry("an invalid selector", "labelSelector:\n  matchExpressions:\n  - {key: a, operator: Bogus}", "labelSelector"),
 	)
