@@ -282,7 +282,8 @@ var _ = Describe("default values", func() {
 		Expect(*mw.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
 		Expect(*mw.ReinvocationPolicy).To(Equal(admissionregistrationv1.IfNeededReinvocationPolicy))
 		Expect(*v.Webhooks[0].FailurePolicy).To(Equal(admissionregistrationv1.Fail))
-		Expect(*v.Webhooks[1].FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		Expect(*v.Webhooks[1].FailurePolicy).To(Equal(admissionregistrationv1.Ignore),
+			"the controller guard sees every namespace and guards against an admin's mistake: it fails open")
 		check := func(name string, cc admissionregistrationv1.WebhookClientConfig, timeout *int32,
 			side *admissionregistrationv1.SideEffectClass, match *admissionregistrationv1.MatchPolicyType,
 			versions []string, path string) {
@@ -414,10 +415,17 @@ var _ = Describe("default values", func() {
 		Expect(*d.Spec.Replicas).To(BeEquivalentTo(2))
 		Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(BeZero())
 		podLabels := d.Spec.Template.Labels
-		anti := d.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		// One node's or one zone's loss leaves a replica serving.
+		anti := d.Spec.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 		Expect(anti).To(HaveLen(1))
-		Expect(anti[0].PodAffinityTerm.TopologyKey).To(Equal("kubernetes.io/hostname"))
-		Expect(selects(anti[0].PodAffinityTerm.LabelSelector.MatchLabels, podLabels)).To(BeTrue())
+		Expect(anti[0].TopologyKey).To(Equal("kubernetes.io/hostname"))
+		Expect(selects(anti[0].LabelSelector.MatchLabels, podLabels)).To(BeTrue())
+		spread := d.Spec.Template.Spec.TopologySpreadConstraints
+		Expect(spread).To(HaveLen(1))
+		Expect(spread[0].TopologyKey).To(Equal("topology.kubernetes.io/zone"))
+		Expect(spread[0].MaxSkew).To(BeEquivalentTo(1))
+		Expect(spread[0].WhenUnsatisfiable).To(Equal(corev1.ScheduleAnyway))
+		Expect(selects(spread[0].LabelSelector.MatchLabels, podLabels)).To(BeTrue())
 
 		pdb := typed[*policyv1.PodDisruptionBudget](r.get("PodDisruptionBudget", "kueue-guard"))
 		Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
@@ -575,11 +583,12 @@ var _ = Describe("HA off", func() {
 		Expect(r.deployment().Spec.Template.Spec.Affinity).To(BeNil())
 	})
 
-	It("makes anti-affinity required with podAntiAffinity=hard", func() {
-		r := render("podAntiAffinity: hard")
-		anti := r.deployment().Spec.Template.Spec.Affinity.PodAntiAffinity
-		Expect(anti.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
-		Expect(anti.PreferredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+	It("makes anti-affinity preferred with podAntiAffinity=soft, and drops the zone spread with zoneSpread empty", func() {
+		r := render("podAntiAffinity: soft\nzoneSpread: \"\"")
+		spec := r.deployment().Spec.Template.Spec
+		Expect(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1))
+		Expect(spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(BeEmpty())
+		Expect(spec.TopologySpreadConstraints).To(BeEmpty())
 	})
 
 	It("uses affinity as given instead of the default", func() {

@@ -188,11 +188,15 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 			TimeoutSeconds:          o.timeout(),
 			AdmissionReviewVersions: []string{"v1"},
 		}, {
-			Name:                    ValidateKueueControllersWebhook,
-			ClientConfig:            o.clientConfig(ValidateKueueControllersPath),
-			Rules:                   ControllerRules(),
-			MatchConditions:         []admissionregistrationv1.MatchCondition{MayRunKueueCondition()},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			Name:            ValidateKueueControllersWebhook,
+			ClientConfig:    o.clientConfig(ValidateKueueControllersPath),
+			Rules:           ControllerRules(),
+			MatchConditions: []admissionregistrationv1.MatchCondition{MayRunKueueCondition()},
+			// Fail open: the guard protects against an admin's mistake (a second
+			// Kueue), not a tenant, and sees Deployments and Pods in every
+			// namespace; failing closed, a kueue-guard outage would block
+			// Kueue's, cert-manager's and everyone's rollouts.
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			NamespaceSelector:       ownOnly.namespaceSelector(),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
