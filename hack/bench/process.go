@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // stopTimeout is how long a child has to exit after SIGTERM before it is killed.
@@ -129,14 +131,7 @@ func httpOK(url string) func() error {
 }
 
 // freePort is a loopback port nothing listens on right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+var freePort = testenv.FreePort
 
 // loopback returns "127.0.0.1:port".
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }

@@ -220,12 +220,21 @@ func (s *Server) Terminate() { s.cancel() }
 func (s *Server) Done() <-chan error { return s.done }
 
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := FreePort()
 	if err != nil {
 		return "", err
 	}
+	return "127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+// FreePort is a loopback port nothing listens on right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // MetricValue reads a server's /metrics at addr and sums the samples of one
