@@ -58,7 +58,26 @@ func BuildInput(ctx context.Context, req *admission.Request, t admission.Target,
 	if err != nil {
 		return nil, err
 	}
-	return buildInput(req, t, view, f, nil)
+	return buildInput(req, t, view, f, lookupNamespace(req, view), nil)
+}
+
+// requestNamespace is the request's namespace, read from the view once per
+// request: the match and the input both need it, and a cache read copies it.
+type requestNamespace struct {
+	name string
+	// obj is nil when the view does not have the namespace.
+	obj *corev1.Namespace
+}
+
+func lookupNamespace(req *admission.Request, view cluster.View) requestNamespace {
+	ns := requestNamespace{name: req.Namespace}
+	if ns.name == "" && req.Object != nil {
+		ns.name = req.Object.GetNamespace()
+	}
+	if obj, ok := view.Namespace(ns.name); ok {
+		ns.obj = obj
+	}
+	return ns
 }
 
 // requestFacts are the summaries of one request's objects, computed once and
@@ -101,7 +120,7 @@ func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.
 }
 
 // buildInput builds the input; frags, when not nil, caches the cluster's parts.
-func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, frags *fragments) (ast.Value, error) {
+func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, ns requestNamespace, frags *fragments) (ast.Value, error) {
 	object, err := objectValue(req.Object)
 	if err != nil {
 		return nil, fmt.Errorf("object: %w", err)
@@ -110,10 +129,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	if err != nil {
 		return nil, fmt.Errorf("oldObject: %w", err)
 	}
-	namespace := req.Namespace
-	if namespace == "" {
-		namespace = req.Object.GetNamespace()
-	}
+	namespace := ns.name
 	sum := f.sum
 	lqTerm, cqTerm := nullTerm, nullTerm
 	if sum.QueueName != "" {
@@ -128,14 +144,13 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	if f.old != nil {
 		oldTerm = summaryTerm(f.old, false)
 	}
-	ns, _ := view.Namespace(namespace)
 	return ast.NewObject(
 		item("request", requestTerm(req, t.TrustedController)),
 		item("object", ast.NewTerm(object)),
 		item("oldObject", ast.NewTerm(oldObject)),
 		item("workload", summaryTerm(sum, f.grows)),
 		item("oldWorkload", oldTerm),
-		item("namespace", frags.namespace(namespace, ns)),
+		item("namespace", frags.namespace(namespace, ns.obj)),
 		item("localQueue", lqTerm),
 		item("clusterQueue", cqTerm),
 	), nil

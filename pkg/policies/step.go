@@ -75,7 +75,8 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 	if !d.Allowed() {
 		return nil
 	}
-	plan := s.engine.Plan(subject(req, t, view))
+	ns := lookupNamespace(req, view)
+	plan := s.engine.Plan(subject(req, t, ns))
 	if plan.Empty() {
 		return nil
 	}
@@ -91,7 +92,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 		// after a workload was admitted cannot wedge it.
 		return nil
 	default:
-		if input, err := buildInput(req, t, view, facts, s.frags); err != nil {
+		if input, err := buildInput(req, t, view, facts, ns, s.frags); err != nil {
 			res = s.engine.inputFailure(err)
 		} else {
 			res = plan.Evaluate(ctx, input)
@@ -102,14 +103,11 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 }
 
 // subject is what the policies' custom.match is matched against.
-func subject(req *admission.Request, t admission.Target, view cluster.View) *Subject {
-	sub := &Subject{Kind: t.Integration.GVK.GroupKind(), Operation: req.Operation, Namespace: req.Namespace,
+func subject(req *admission.Request, t admission.Target, ns requestNamespace) *Subject {
+	sub := &Subject{Kind: t.Integration.GVK.GroupKind(), Operation: req.Operation, Namespace: ns.name,
 		Labels: req.Object.GetLabels()}
-	if sub.Namespace == "" {
-		sub.Namespace = req.Object.GetNamespace()
-	}
-	if ns, ok := view.Namespace(sub.Namespace); ok && ns != nil {
-		sub.NamespaceLabels = ns.Labels
+	if ns.obj != nil {
+		sub.NamespaceLabels = ns.obj.Labels
 	}
 	return sub
 }
