@@ -6,12 +6,7 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -24,21 +19,7 @@ import (
 // ClusterQueue: every step has something to look at.
 func benchView(b *testing.B) cluster.View {
 	b.Helper()
-	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq"}, Spec: kueue.ClusterQueueSpec{
-		CohortName: "research",
-		ResourceGroups: []kueue.ResourceGroup{{
-			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
-			Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
-				{Name: "cpu", NominalQuota: resource.MustParse("100")},
-				{Name: "memory", NominalQuota: resource.MustParse("100Gi")},
-				{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("8"))},
-			}}},
-		}},
-	}}
-	q := &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q"}, Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}}
-	v, err := cluster.NewSnapshot(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
-		q, cq)
+	v, err := cluster.NewSnapshot(fixtures.GPUCluster(map[string]string{guard.DefaultQueueAnnotation: "q"})...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,13 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -109,25 +105,7 @@ func handlerBenchPipeline(b testing.TB) (*guard.Pipeline, cluster.View) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Versions as the informer cache has them, so that the input's cluster
-	// parts are cached as on the server.
-	cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq", UID: "cq", ResourceVersion: "1"}, Spec: kueue.ClusterQueueSpec{
-		CohortName: "research",
-		ResourceGroups: []kueue.ResourceGroup{{
-			CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
-			Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
-				{Name: "cpu", NominalQuota: resource.MustParse("100")},
-				{Name: "memory", NominalQuota: resource.MustParse("100Gi")},
-				{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("8"), BorrowingLimit: ptr.To(resource.MustParse("8"))},
-			}}},
-		}},
-	}}
-	view, err := cluster.NewSnapshot(
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ml", UID: "ml", ResourceVersion: "1",
-			Annotations: map[string]string{guard.DefaultQueueAnnotation: "q"}}},
-		&kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q", UID: "q", ResourceVersion: "1"},
-			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}},
-		cq)
+	view, err := cluster.NewSnapshot(fixtures.GPUCluster(map[string]string{guard.DefaultQueueAnnotation: "q"})...)
 	if err != nil {
 		b.Fatal(err)
 	}
