@@ -47,6 +47,10 @@ func CachedTypes() []client.Object {
 			objs = append(objs, newUnstructured(in.GVK))
 		}
 	}
+	// Kueue builds a TrainJob's pod sets from the runtime it names.
+	for _, gvk := range workload.TrainingRuntimeGVKs {
+		objs = append(objs, newUnstructured(gvk))
+	}
 	return objs
 }
 
@@ -169,8 +173,9 @@ type InformerView struct {
 	cache          cache.Cache
 	kueueNamespace string
 	kueueConfig    atomic.Pointer[parsedKueueConfig]
-	// unserved holds the scaled kinds whose CRD was not installed when the
-	// view started; their informers start on the first scale that names them.
+	// unserved holds the kinds read as unstructured (scaled kinds, training
+	// runtimes) whose CRD was not installed when the view started; their
+	// informers start on the first request that needs them.
 	unservedMu sync.Mutex
 	unserved   map[schema.GroupVersionKind]bool
 	// generation counts changes to ResourceFlavors, Cohorts and ClusterQueues;
@@ -197,10 +202,10 @@ type parsedKueueConfig struct {
 var _ View = (*InformerView)(nil)
 
 // NewInformerView registers informers for CachedTypes on c (so that the cache's
-// sync covers them) and returns a View that reads from it. A scaled kind whose
-// CRD is not installed (LeaderWorkerSet on most clusters) is not an error: its
-// informer starts when a scale of it first arrives, which can only happen once
-// the CRD is served.
+// sync covers them) and returns a View that reads from it. A kind read as
+// unstructured whose CRD is not installed (LeaderWorkerSet, Kubeflow Trainer's
+// runtimes on most clusters) is not an error: its informer starts when a
+// request first needs it, which can only happen once the CRD is served.
 func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
 	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, unserved: map[schema.GroupVersionKind]bool{}}
 	bump := toolscache.ResourceEventHandlerFuncs{
@@ -220,7 +225,7 @@ func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) 
 	for _, obj := range CachedTypes() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() != deploymentGVK && meta.IsNoMatchError(err) {
-				log.FromContext(ctx).Info("kind not served; its scale is judged once it is", "kind", u.GroupVersionKind().String())
+				log.FromContext(ctx).Info("kind not served yet; watched once a request needs it", "kind", u.GroupVersionKind().String())
 				v.unserved[u.GroupVersionKind()] = true
 				continue
 			}
@@ -230,10 +235,10 @@ func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) 
 	return v, nil
 }
 
-// scaledInformerReady starts the informer of a scaled kind that was not served
-// at start. It reports an error until the informer has synced, so that a scale
-// is never judged against an empty cache.
-func (v *InformerView) scaledInformerReady(gvk schema.GroupVersionKind) error {
+// lazyInformerReady starts the informer of a kind that was not served at start.
+// It reports an error until the informer has synced, so that a request is
+// never judged against an empty cache.
+func (v *InformerView) lazyInformerReady(gvk schema.GroupVersionKind) error {
 	v.unservedMu.Lock()
 	defer v.unservedMu.Unlock()
 	if !v.unserved[gvk] {
@@ -365,13 +370,30 @@ func (v *InformerView) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
 	return rc, v.get("", name, rc)
 }
 
+// TrainingRuntime implements View. While the runtimes' informer is starting
+// (their CRD appeared after the server started) the runtime is not known, and
+// the TrainJob is counted by its own fields.
+func (v *InformerView) TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool) {
+	for _, gvk := range workload.TrainingRuntimeGVKs {
+		if gvk.Kind != kind {
+			continue
+		}
+		if err := v.lazyInformerReady(gvk); err != nil {
+			return nil, false
+		}
+		u := newUnstructured(gvk)
+		return u, v.get(namespace, name, u)
+	}
+	return nil, false
+}
+
 // ScaleTarget implements View.
 func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	in, ok := integrations.Lookup(gk)
 	if !ok || !in.ScaleJudged {
 		return nil, false, nil
 	}
-	if err := v.scaledInformerReady(in.GVK); err != nil {
+	if err := v.lazyInformerReady(in.GVK); err != nil {
 		return nil, false, err
 	}
 	u := newUnstructured(in.GVK)

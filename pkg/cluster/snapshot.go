@@ -17,6 +17,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // Snapshot is a View over a fixed set of objects: the offline reviewer's cluster
@@ -34,10 +35,15 @@ type Snapshot struct {
 	runtimeClasses map[string]*nodev1.RuntimeClass
 	flavors        map[string]*kueue.ResourceFlavor
 	cohorts        map[string]*kueue.Cohort
+	runtimes       map[runtimeKey]*unstructured.Unstructured
 	// caps memoises Capacities until the next Add.
 	capsMu sync.Mutex
 	caps   map[string][]Capacity
 }
+
+// runtimeKey is a training runtime's kind, namespace (empty for a
+// ClusterTrainingRuntime) and name.
+type runtimeKey struct{ kind, namespace, name string }
 
 type scaledKey struct {
 	gk              schema.GroupKind
@@ -64,6 +70,7 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		runtimeClasses: map[string]*nodev1.RuntimeClass{},
 		flavors:        map[string]*kueue.ResourceFlavor{},
 		cohorts:        map[string]*kueue.Cohort{},
+		runtimes:       map[runtimeKey]*unstructured.Unstructured{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -128,6 +135,12 @@ func (s *Snapshot) addUnstructured(key types.NamespacedName, o *unstructured.Uns
 		s.scaled[scaledKey{gvk.GroupKind(), key.Namespace, key.Name}] = o
 		held = true
 	}
+	for _, rt := range workload.TrainingRuntimeGVKs {
+		if gvk == rt {
+			s.runtimes[runtimeKey{gvk.Kind, key.Namespace, key.Name}] = o
+			held = true
+		}
+	}
 	if !held {
 		return fmt.Errorf("cluster snapshot cannot hold %s", gvk)
 	}
@@ -144,6 +157,12 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// TrainingRuntime implements View.
+func (s *Snapshot) TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool) {
+	u, ok := s.runtimes[runtimeKey{kind, namespace, name}]
+	return u, ok
 }
 
 // RuntimeClass implements View.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // View is a read-only, in-memory view of the objects admission decisions depend on.
@@ -49,6 +51,10 @@ type View interface {
 	// it cannot be computed.
 	ClusterQueueCapacity(name string) (caps []Capacity, known bool)
 	RuntimeClass(name string) (*nodev1.RuntimeClass, bool)
+	// TrainingRuntime returns the ClusterTrainingRuntime (namespace empty) or
+	// TrainingRuntime a TrainJob names: Kueue builds the TrainJob's pod sets
+	// from it (workload.TrainingRuntimes).
+	TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool)
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level
@@ -59,3 +65,14 @@ type ControllerRef struct {
 
 // String renders "Deployment kueue-system/kueue-controller-manager".
 func (r ControllerRef) String() string { return r.Kind + " " + r.Namespace + "/" + r.Name }
+
+// SummaryOptions are Kueue's accounting inputs a view holds: the namespace's
+// LimitRanges and RuntimeClasses, the training runtimes TrainJobs name, and
+// Kueue's resources configuration.
+func SummaryOptions(view View) workload.Options {
+	o := workload.Options{Resources: view, Runtimes: view}
+	if cfg, ok := view.KueueConfig(); ok {
+		o.Kueue = cfg.Resources
+	}
+	return o
+}

@@ -87,21 +87,11 @@ type requestFacts struct {
 	grows    bool
 }
 
-// summaryOptions are Kueue's accounting inputs the view holds: the namespace's
-// LimitRanges and RuntimeClasses, and Kueue's resources configuration.
-func summaryOptions(view cluster.View) workload.Options {
-	o := workload.Options{Resources: view}
-	if cfg, ok := view.KueueConfig(); ok {
-		o.Kueue = cfg.Resources
-	}
-	return o
-}
-
 func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.View) (*requestFacts, error) {
 	if req.Object == nil {
 		return nil, fmt.Errorf("the request has no object")
 	}
-	opts := summaryOptions(view)
+	opts := cluster.SummaryOptions(view)
 	sum, err := workload.SummarizeWith(ctx, req.Object, opts)
 	if err != nil {
 		return nil, err

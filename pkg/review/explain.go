@@ -11,6 +11,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
@@ -186,12 +187,9 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 	}
 
 	// As the policies see it: adjusted by the namespace's LimitRanges and
-	// RuntimeClasses and Kueue's resources configuration.
-	opts := workload.Options{Resources: r.state.Snapshot}
-	if cfg, ok := r.state.Snapshot.KueueConfig(); ok {
-		opts.Kueue = cfg.Resources
-	}
-	sum, sumErr := workload.SummarizeWith(ctx, obj, opts)
+	// RuntimeClasses, TrainJobs built from their runtimes, and Kueue's
+	// resources configuration.
+	sum, sumErr := workload.SummarizeWith(ctx, obj, cluster.SummaryOptions(r.state.Snapshot))
 	if sumErr == nil {
 		p.TotalRequests = quantities(sum.TotalRequests)
 		switch {

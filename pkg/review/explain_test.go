@@ -202,3 +202,54 @@ spec: {containers: [{name: c, image: busybox}]}
 		Expect(o.Placement.Reason).To(ContainSubstring(`Kueue does not manage Pods in namespace "plain"`))
 	})
 })
+
+var _ = Describe("a TrainJob is counted from the runtime it names", func() {
+	const runtime = `apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: torch}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - {name: node, image: torch, resources: {requests: {cpu: "1", memory: 1Gi}}}
+`
+	const trainJob = `apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: train
+  namespace: team
+  labels: {kueue.x-k8s.io/queue-name: two-flavors}
+spec:
+  runtimeRef: {name: torch}
+  trainer: {numNodes: 3}
+`
+	placed := func(state *review.State, yaml string) *review.Placement {
+		GinkgoHelper()
+		o := object(run(review.Options{State: state, Explain: true}, yaml), "TrainJob", "train")
+		Expect(o.Placement).NotTo(BeNil())
+		return o.Placement
+	}
+
+	It("takes the runtime from the reviewed manifests", func() {
+		p := placed(stateFrom(explainState), runtime+"---\n"+trainJob)
+		Expect(p.TotalRequests).To(Equal(map[string]string{"cpu": "3", "memory": "3Gi", "pods": "3"}))
+	})
+
+	It("takes the runtime from the cluster state", func() {
+		p := placed(stateFrom(explainState+"---\n"+runtime), trainJob)
+		Expect(p.TotalRequests).To(Equal(map[string]string{"cpu": "3", "memory": "3Gi", "pods": "3"}))
+	})
+
+	It("counts the TrainJob's own fields when the runtime is nowhere", func() {
+		p := placed(stateFrom(explainState), trainJob)
+		Expect(p.TotalRequests).To(Equal(map[string]string{"pods": "3"}))
+	})
+})

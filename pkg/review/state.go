@@ -22,6 +22,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // Where the cluster state comes from, as reports name it.
@@ -98,17 +99,23 @@ func stateKey(kind, namespace, name string) string { return kind + "/" + namespa
 
 // stateKinds are the kinds a state holds, by group and kind.
 var stateKinds = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:                     true,
-	{Group: "", Kind: "ConfigMap"}:                     true,
-	{Group: "", Kind: "LimitRange"}:                    true,
-	{Group: "node.k8s.io", Kind: "RuntimeClass"}:       true,
-	{Group: "apps", Kind: "Deployment"}:                true,
-	{Group: kueueGroup, Kind: "LocalQueue"}:            true,
-	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
-	{Group: kueueGroup, Kind: "ResourceFlavor"}:        true,
-	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}: true,
-	{Group: kueueGroup, Kind: "Cohort"}:                true,
+	{Group: "", Kind: "Namespace"}:                                   true,
+	{Group: "", Kind: "ConfigMap"}:                                   true,
+	{Group: "", Kind: "LimitRange"}:                                  true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     true,
+	{Group: "apps", Kind: "Deployment"}:                              true,
+	{Group: kueueGroup, Kind: "LocalQueue"}:                          true,
+	{Group: kueueGroup, Kind: "ClusterQueue"}:                        true,
+	{Group: kueueGroup, Kind: "ResourceFlavor"}:                      true,
+	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}:               true,
+	{Group: kueueGroup, Kind: "Cohort"}:                              true,
+	{Group: trainerGroup, Kind: workload.ClusterTrainingRuntimeKind}: true,
+	{Group: trainerGroup, Kind: workload.TrainingRuntimeKind}:        true,
 }
+
+// trainerGroup is Kubeflow Trainer's API group: Kueue builds a TrainJob's pod
+// sets from the (Cluster)TrainingRuntime it names.
+const trainerGroup = "trainer.kubeflow.org"
 
 // manifestStateKinds are the kinds that join the state when they appear in the
 // reviewed manifests, so that a pull request adding a namespace, its queues and
@@ -116,13 +123,15 @@ var stateKinds = map[schema.GroupKind]bool{
 // Deployment under review is judged by the controller guard against the cluster
 // it would join, not against itself.
 var manifestStateKinds = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:                     true,
-	{Group: "", Kind: "LimitRange"}:                    true,
-	{Group: kueueGroup, Kind: "LocalQueue"}:            true,
-	{Group: kueueGroup, Kind: "ClusterQueue"}:          true,
-	{Group: kueueGroup, Kind: "ResourceFlavor"}:        true,
-	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}: true,
-	{Group: kueueGroup, Kind: "Cohort"}:                true,
+	{Group: "", Kind: "Namespace"}:                                   true,
+	{Group: "", Kind: "LimitRange"}:                                  true,
+	{Group: kueueGroup, Kind: "LocalQueue"}:                          true,
+	{Group: kueueGroup, Kind: "ClusterQueue"}:                        true,
+	{Group: kueueGroup, Kind: "ResourceFlavor"}:                      true,
+	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}:               true,
+	{Group: kueueGroup, Kind: "Cohort"}:                              true,
+	{Group: trainerGroup, Kind: workload.ClusterTrainingRuntimeKind}: true,
+	{Group: trainerGroup, Kind: workload.TrainingRuntimeKind}:        true,
 }
 
 // IsManifestStateKind reports whether objects of this kind in the reviewed
@@ -178,6 +187,11 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 	case "apps":
 		if gvk.Version != "v1" {
 			return "", fmt.Errorf("unsupported version %s of %s", gvk.GroupVersion(), gvk.Kind)
+		}
+		return "", s.Snapshot.Add(obj.DeepCopy())
+	case trainerGroup:
+		if want := workload.TrainingRuntimeGVKs[0].GroupVersion(); gvk.GroupVersion() != want {
+			return "", fmt.Errorf("unsupported version %s of %s: use %s", gvk.GroupVersion(), gvk.Kind, want)
 		}
 		return "", s.Snapshot.Add(obj.DeepCopy())
 	}
@@ -362,6 +376,26 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 		d.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
 		if err := s.Snapshot.Add(d); err != nil {
 			return nil, err
+		}
+	}
+
+	// Training runtimes, where Kubeflow Trainer is installed.
+	for _, gvk := range workload.TrainingRuntimeGVKs {
+		runtimes := &unstructured.UnstructuredList{}
+		runtimes.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := c.List(ctx, runtimes)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
+		}
+		for i := range runtimes.Items {
+			rt := &runtimes.Items[i]
+			rt.SetGroupVersionKind(gvk)
+			if err := s.Snapshot.Add(rt); err != nil {
+				return nil, err
+			}
 		}
 	}
 

@@ -2,8 +2,10 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	kfmpi "github.com/kubeflow/mpi-operator/pkg/apis/kubeflow/v2beta1"
 	sparkv1beta2 "github.com/kubeflow/spark-operator/v2/api/v1beta2"
@@ -17,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueappwrapper "sigs.k8s.io/kueue/pkg/controller/jobs/appwrapper"
@@ -31,22 +32,23 @@ import (
 	"sigs.k8s.io/kueue/pkg/controller/jobs/kubeflow/kubeflowjob"
 	kueuempijob "sigs.k8s.io/kueue/pkg/controller/jobs/mpijob"
 	kueuepod "sigs.k8s.io/kueue/pkg/controller/jobs/pod"
+	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
 	"sigs.k8s.io/kueue/pkg/controller/jobs/raycluster"
 	kueuerayjob "sigs.k8s.io/kueue/pkg/controller/jobs/rayjob"
 	kueuespark "sigs.k8s.io/kueue/pkg/controller/jobs/sparkapplication"
+	kueueutilpod "sigs.k8s.io/kueue/pkg/util/pod"
 	leaderworkersetv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 )
 
 // podSetsFunc computes Kueue's pod sets of one kind from its unstructured form.
 // The returned templates are private copies the caller may modify.
-type podSetsFunc func(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error)
+type podSetsFunc func(ctx context.Context, obj *unstructured.Unstructured, o *Options) ([]kueue.PodSet, error)
 
 // podSetBuilders dispatches on group and kind, one entry per catalog kind (a test
 // checks the two lists agree).
 //
 // Kueue's adapter, called as is (after defaulting): Job, CronJob (its jobTemplate
-// as a Job), Pod (a single pod; pod groups need the other pods, which admission
-// cannot see), JobSet, MPIJob, the five Kubeflow v1 jobs, RayCluster, AppWrapper,
+// as a Job), Pod (a single pod; a pod group as podGroupPodSets counts it), JobSet, MPIJob, the five Kubeflow v1 jobs, RayCluster, AppWrapper,
 // SparkApplication.
 //
 // Documented fallbacks, and why:
@@ -60,11 +62,10 @@ type podSetsFunc func(ctx context.Context, obj *unstructured.Unstructured) ([]ku
 //     package-level reconciler's client, which is nil outside Kueue's manager.
 //     It uses raycluster.BuildPodSets, the pure part. (RayJob uses its adapter:
 //     see rayJobPodSets.)
-//   - TrainJob: its adapter reads the TrainingRuntime through a client and does a
-//     dry-run create. The fallback is one pod set "node" of spec.trainer.numNodes
-//     (default 1) pods requesting spec.trainer.resourcesPerNode; the runtime's
-//     other pod sets (initializers, launcher) and its own numNodes are not known
-//     offline.
+//   - TrainJob: its adapter reads the (Cluster)TrainingRuntime through the
+//     reconciler's client. The same computation runs here over the runtime from
+//     Options.Runtimes (trainJobRuntimePodSets); without the runtime, a stand-in
+//     (trainJobStandInPodSets).
 var podSetBuilders = map[schema.GroupKind]podSetsFunc{
 	{Group: "batch", Kind: "Job"}:                                jobPodSets,
 	{Group: "batch", Kind: "CronJob"}:                            cronJobPodSets,
@@ -96,7 +97,7 @@ func decoded[T any](obj *unstructured.Unstructured) (*T, error) {
 	return t, nil
 }
 
-func jobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func jobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	job, err := decoded[batchv1.Job](obj)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func jobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.Po
 
 // cronJobPodSets summarizes the Job a CronJob creates: Kueue manages each of them
 // as a batch/job workload.
-func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	cj, err := decoded[batchv1.CronJob](obj)
 	if err != nil {
 		return nil, err
@@ -126,12 +127,47 @@ func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueu
 	return (*kueuejob.Job)(job).PodSets(ctx)
 }
 
-func podPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func podPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	pod, err := decoded[corev1.Pod](obj)
 	if err != nil {
 		return nil, err
 	}
-	return kueuepod.FromObject(pod).PodSets(ctx)
+	pss, err := kueuepod.FromObject(pod).PodSets(ctx)
+	if err != nil || pod.Labels[podconstants.GroupNameLabel] == "" {
+		return pss, err
+	}
+	return podGroupPodSets(pod, pss)
+}
+
+// podGroupPodSets is the Workload Kueue makes of a pod group (pods labeled
+// kueue.x-k8s.io/pod-group-name): one pod set per pod role (Kueue's role hash
+// of the pod spec), counting that role's pods. Admission sees one pod at a
+// time, so the group is taken to be pod-group-total-count pods of this pod's
+// role: exactly Kueue's Workload when the group's pods are alike (every pod
+// group a Job-like controller creates), and otherwise, over all the group's
+// pods, at least what Kueue charges for every resource (each pod is judged, and
+// the largest pod's estimate bounds the group's total). A count Kueue would
+// refuse is an error here too.
+func podGroupPodSets(pod *corev1.Pod, pss []kueue.PodSet) ([]kueue.PodSet, error) {
+	raw, ok := pod.Annotations[podconstants.GroupTotalCountAnnotation]
+	if !ok {
+		return nil, fmt.Errorf("a pod of group %q has no %s annotation", pod.Labels[podconstants.GroupNameLabel], podconstants.GroupTotalCountAnnotation)
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 1 {
+		return nil, fmt.Errorf("annotation %s=%q: the group's pod count must be a whole number from 1 to %d",
+			podconstants.GroupTotalCountAnnotation, raw, math.MaxInt32)
+	}
+	if len(pss) != 1 {
+		return nil, fmt.Errorf("internal error: pod adapter returned %d pod sets", len(pss))
+	}
+	role, err := kueueutilpod.GenerateRoleHash(&pod.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("computing the pod's role in group %q: %w", pod.Labels[podconstants.GroupNameLabel], err)
+	}
+	pss[0].Name = kueue.NewPodSetReference(role)
+	pss[0].Count = int32(n)
+	return pss, nil
 }
 
 // templatePodSet runs a pod template through Kueue's Pod adapter (which copies
@@ -151,7 +187,7 @@ func templatePodSet(ctx context.Context, name kueue.PodSetReference, count int32
 	return ps, nil
 }
 
-func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	d, err := decoded[appsv1.Deployment](obj)
 	if err != nil {
 		return nil, err
@@ -164,7 +200,7 @@ func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]k
 	return []kueue.PodSet{ps}, nil
 }
 
-func statefulSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func statefulSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	sts, err := decoded[appsv1.StatefulSet](obj)
 	if err != nil {
 		return nil, err
@@ -187,7 +223,7 @@ const (
 // leaderWorkerSetPodSets mirrors Kueue's (unexported) leaderworkerset podSets:
 // with a leader template, "leader" ×1 and "worker" ×(size-1) per group, else
 // "main" ×size; every count is then multiplied by the number of groups.
-func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	lws, err := decoded[leaderworkersetv1.LeaderWorkerSet](obj)
 	if err != nil {
 		return nil, err
@@ -218,7 +254,7 @@ func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured)
 	return append(out, ps), nil
 }
 
-func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	js, err := decoded[jobsetapi.JobSet](obj)
 	if err != nil {
 		return nil, err
@@ -227,7 +263,7 @@ func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue
 	return (*kueuejobset.JobSet)(js).PodSets(ctx)
 }
 
-func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	rc, err := decoded[rayv1.RayCluster](obj)
 	if err != nil {
 		return nil, err
@@ -244,7 +280,7 @@ func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]k
 // adapter reads a live RayCluster only for a workload-sliced, autoscaling job
 // that already has one; the status is cleared so it never does here (its pod
 // sets come from the spec, as at creation).
-func rayJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func rayJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	rj, err := decoded[rayv1.RayJob](obj)
 	if err != nil {
 		return nil, err
@@ -258,7 +294,7 @@ func rayJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue
 }
 
 // rayServicePodSets: see podSetBuilders for why this is not the RayService adapter.
-func rayServicePodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func rayServicePodSets(_ context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	rs, err := decoded[rayv1.RayService](obj)
 	if err != nil {
 		return nil, err
@@ -267,7 +303,7 @@ func rayServicePodSets(_ context.Context, obj *unstructured.Unstructured) ([]kue
 	return raycluster.BuildPodSets(&rs.Spec.RayClusterSpec)
 }
 
-func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	mj, err := decoded[kfmpi.MPIJob](obj)
 	if err != nil {
 		return nil, err
@@ -288,7 +324,7 @@ func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue
 // replica types in the wrong case are rejected by the training operator's
 // validating webhook, and Kueue would not see them either.
 func kubeflowPodSets[T any](control func(*T) kubeflowjob.KFJobControl) podSetsFunc {
-	return func(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+	return func(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 		j, err := decoded[T](obj)
 		if err != nil {
 			return nil, err
@@ -323,31 +359,29 @@ func jaxjobControl(j *kftraining.JAXJob) kubeflowjob.KFJobControl {
 // nodes in (constants.Node in github.com/kubeflow/trainer/v2).
 const trainJobNodePodSetName kueue.PodSetReference = "node"
 
-// trainJobPodSets: see podSetBuilders for why this is not the TrainJob adapter.
-func trainJobPodSets(_ context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+// trainJobPodSets is Kueue's computation from the TrainJob's runtime (see
+// trainJobRuntimePodSets) when o.Runtimes knows it, and the stand-in
+// (trainJobStandInPodSets) otherwise: offline without the runtime, or while the
+// runtime is not in the cluster (Kueue then creates no Workload and the
+// TrainJob stays suspended).
+func trainJobPodSets(ctx context.Context, obj *unstructured.Unstructured, o *Options) ([]kueue.PodSet, error) {
 	tj, err := decoded[kftrainer.TrainJob](obj)
 	if err != nil {
 		return nil, err
 	}
-	container := corev1.Container{Name: string(trainJobNodePodSetName)}
-	count := int32(1)
-	if t := tj.Spec.Trainer; t != nil {
-		count = ptr.Deref(t.NumNodes, 1)
-		if t.ResourcesPerNode != nil {
-			container.Resources = *t.ResourcesPerNode.DeepCopy()
+	if o.Runtimes != nil {
+		ps, err := trainJobRuntimePodSets(ctx, tj, o.Runtimes)
+		if !errors.Is(err, errNoRuntime) {
+			return ps, err
 		}
 	}
-	return []kueue.PodSet{{
-		Name:     trainJobNodePodSetName,
-		Count:    count,
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{container}}},
-	}}, nil
+	return trainJobStandInPodSets(tj), nil
 }
 
 // appWrapperPodSets calls Kueue's adapter, which infers pod sets from the wrapped
 // components (or takes the declared ones). Status is never decoded, so a
 // client-supplied status.componentStatus cannot stand in for the spec.
-func appWrapperPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func appWrapperPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	aw, err := decoded[awv1beta2.AppWrapper](obj)
 	if err != nil {
 		return nil, err
@@ -364,7 +398,7 @@ func appWrapperPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]k
 // mutating webhook applies the same ones: executor instances 1, driver and
 // executor memory 1g, …) before Kueue's adapter builds the driver and executor
 // pod sets from them.
-func sparkApplicationPodSets(ctx context.Context, obj *unstructured.Unstructured) ([]kueue.PodSet, error) {
+func sparkApplicationPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
 	app, err := decoded[sparkv1beta2.SparkApplication](obj)
 	if err != nil {
 		return nil, err

@@ -128,6 +128,9 @@ type Options struct {
 	// Kueue's Configuration resources section: resources Kueue ignores by
 	// prefix, and how it transforms requests into the quantities it charges.
 	Kueue configapi.Resources
+	// Runtimes, when set, finds the runtime a TrainJob names, whose JobSet
+	// template Kueue builds the TrainJob's pod sets from.
+	Runtimes TrainingRuntimes
 }
 
 // SummarizeWith is Summarize with Kueue's request adjustment and resource
@@ -161,7 +164,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		return nil, fmt.Errorf("summarizing %s: internal error: no pod-set builder for this kind", in.Key())
 	}
 
-	kueuePodSets, err := computePodSets(ctx, obj, build)
+	kueuePodSets, err := computePodSets(ctx, obj, build, o)
 	if err != nil {
 		return nil, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
@@ -188,13 +191,13 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 // computePodSets runs a builder with any panic turned into an error: the
 // builders call third-party code that dereferences fields it expects the API
 // server to have set.
-func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build podSetsFunc) (ps []kueue.PodSet, err error) {
+func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build podSetsFunc, o *Options) (ps []kueue.PodSet, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ps, err = nil, fmt.Errorf("internal error: %v", r)
 		}
 	}()
-	return build(ctx, obj)
+	return build(ctx, obj, o)
 }
 
 // summarizePodSets turns Kueue pod sets into per-pod and total requests the way

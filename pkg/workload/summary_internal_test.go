@@ -32,7 +32,7 @@ var _ = ginkgo.Describe("podSetBuilders", func() {
 var _ = ginkgo.Describe("summarize", func() {
 	ginkgo.It("turns a panic in third-party code into an error naming the kind and object", func() {
 		builders := map[schema.GroupKind]podSetsFunc{
-			{Group: "ray.io", Kind: "RayJob"}: func(context.Context, *unstructured.Unstructured) ([]kueue.PodSet, error) {
+			{Group: "ray.io", Kind: "RayJob"}: func(context.Context, *unstructured.Unstructured, *Options) ([]kueue.PodSet, error) {
 				var client fmt.Stringer
 				_ = client.String() // what an adapter does with a nil reconciler client
 				return nil, nil

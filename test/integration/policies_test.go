@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -105,6 +106,35 @@ var _ = Describe("quota policies as code", Ordered, func() {
 			return clientAs("alice").Create(ctx, bare.DeepCopy(), client.DryRunAll)
 		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
 			`[kueue_guard.max_gpus_per_workload] requests 9 GPUs (nvidia.com/gpu) but namespace "` + limited + `" allows at most 8`)))
+	})
+
+	// A tenant keeps the GPUs out of the TrainJob and puts them in a
+	// TrainingRuntime of their own namespace: Kueue charges the runtime's pods,
+	// and so do the policies.
+	It("charges a TrainJob the pods of the runtime it names, as Kueue does", func() {
+		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(capped, "lq")
+		rt := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
+			"metadata": map[string]any{"name": "hidden-gpus", "namespace": capped},
+			"spec": map[string]any{"mlPolicy": map[string]any{"numNodes": int64(1), "torch": map[string]any{}},
+				"template": map[string]any{"spec": map[string]any{"replicatedJobs": []any{map[string]any{
+					"name": "node",
+					"template": map[string]any{
+						"metadata": map[string]any{"labels": map[string]any{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{
+							"name": "node", "image": "torch",
+							"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "4"}}}}}}}}}}}}}}}
+		Expect(clientAs("alice").Create(ctx, rt)).To(Succeed())
+		tj := fixtures.TrainJob(capped, "train").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "60").
+			Set(map[string]any{"name": "hidden-gpus", "kind": "TrainingRuntime"}, "spec", "runtimeRef").
+			Set(int64(3), "spec", "trainer", "numNodes")
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, tj.Obj(), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
+			`[kueue_guard.max_gpus_per_workload] requests 12 GPUs (nvidia.com/gpu) but namespace "` + capped + `" allows at most 8`)))
+		Expect(clientAs("alice").Create(ctx, tj.Set(int64(2), "spec", "trainer", "numNodes").Obj(), client.DryRunAll)).
+			To(Succeed(), "2 nodes of 4 GPUs fit the cap")
 	})
 
 	// Kueue admits a Deployment pod by pod: the cap is per pod, so many small

@@ -6,6 +6,8 @@ package interop
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,12 +16,14 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/controller/core/indexer"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -45,8 +49,13 @@ var frameworks = []string{
 	"batch/job", "pod", "deployment", "statefulset", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
 	"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
 	"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper", "ray.io/rayservice",
-	"sparkoperator.k8s.io/sparkapplication",
+	"sparkoperator.k8s.io/sparkapplication", "trainer.kubeflow.org/trainjob",
 }
+
+// trainingRuntimes are Kubeflow Trainer's own ClusterTrainingRuntimes (from its
+// module's manifests) the TrainJobs name: a torch runtime with one trainer
+// replicated job, and an MPI one whose launcher also runs as a node.
+var trainingRuntimes = []string{"torch_distributed.yaml", "deepspeed_distributed.yaml"}
 
 var (
 	ctx    context.Context
@@ -125,6 +134,15 @@ func setUpQueues() {
 			Default:        corev1.ResourceList{"cpu": q("1"), "memory": q("512Mi")}}}}})).To(Succeed())
 	Expect(admin.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: runtimeClass}, Handler: "runc",
 		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{"cpu": q("250m"), "memory": q("120Mi")}}})).To(Succeed())
+	dir, err := testenv.ModuleDir("github.com/kubeflow/trainer/v2")
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range trainingRuntimes {
+		data, err := os.ReadFile(filepath.Join(dir, "manifests", "base", "runtimes", f))
+		Expect(err).NotTo(HaveOccurred())
+		rt := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(data, &rt.Object)).To(Succeed())
+		Expect(admin.Create(ctx, rt)).To(Succeed(), f)
+	}
 	// The indexed cache must see the LimitRange before Kueue's arithmetic is
 	// computed from it.
 	Eventually(func(g Gomega) {

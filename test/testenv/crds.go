@@ -87,6 +87,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// ModuleDir is where one module's source is (at the version go.mod requires),
+// for tests that install a project's own example objects.
+func ModuleDir(module string) (string, error) {
+	dirs, err := moduleDirs([]string{module})
+	if err != nil {
+		return "", err
+	}
+	return dirs[module], nil
+}
+
 // moduleDirs asks the go command where modules are, downloading them if needed.
 func moduleDirs(modules []string) (map[string]string, error) {
 	args := append([]string{"list", "-mod=mod", "-m", "-f", "{{.Path}} {{.Dir}}"}, modules...)
