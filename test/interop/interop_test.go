@@ -109,14 +109,22 @@ func (apiResources) TrainingRuntime(kind, namespace, name string) (*unstructured
 
 // guardView is kueue-guard's summary of the object as the API server holds it
 // (after every defaulting and mutating webhook), for one admission unit: what
-// Kueue makes one Workload of (one pod of a Deployment).
+// Kueue makes one Workload of (one pod of a Deployment, one group of a
+// LeaderWorkerSet).
 func guardView(obj *unstructured.Unstructured) []podSetView {
 	sum, err := workload.SummarizeWith(ctx, obj, workload.Options{Resources: apiResources{}, Runtimes: apiResources{}})
 	Expect(err).NotTo(HaveOccurred())
 	out := make([]podSetView, 0, len(sum.PodSets))
+	groups, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if !found {
+		groups = 1
+	}
 	for _, ps := range sum.PodSets {
-		if sum.AdmissionUnit == workload.UnitPod {
+		switch sum.AdmissionUnit {
+		case workload.UnitPod:
 			ps.Count = 1
+		case workload.UnitGroup:
+			ps.Count /= int32(groups)
 		}
 		v := podSetView{Name: ps.Name, Count: ps.Count, MinCount: minCount(ps.MinCount), Requests: "{}"}
 		if ps.Count > 0 {
@@ -257,6 +265,16 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 		Entry(nil, "a wrapped Job of 2 pods, its pod set declared (spec.components[].podSets)", appWrapper(), namespace),
 		Entry(nil, "head and one worker group", rayService(), namespace),
 		Entry(nil, "a driver and 3 executors", sparkApplication(), namespace),
+		Entry(nil, "2 groups of a leader with a GPU and 2 workers: Kueue admits each group as its own Workload (input.workload.admissionUnit group)",
+			fixtures.LeaderWorkerSet(namespace, "lws").Set(int64(2), "spec", "replicas").Set(int64(3), "spec", "leaderWorkerTemplate", "size").
+				Set(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "leader", "image": "registry.example/lead:1",
+					"resources": map[string]any{"requests": map[string]any{"cpu": "1"}, "limits": map[string]any{"nvidia.com/gpu": "1"}}}}}},
+					"spec", "leaderWorkerTemplate", "leaderTemplate").
+				// What LeaderWorkerSet's own defaulting webhook (not running here) sets.
+				Set(map[string]any{"type": "RollingUpdate", "rollingUpdateConfiguration": map[string]any{"maxUnavailable": int64(1), "maxSurge": int64(0)}},
+					"spec", "rolloutStrategy").
+				Set("LeaderCreated", "spec", "startupPolicy").
+				Set("RecreateGroupOnPodRestart", "spec", "leaderWorkerTemplate", "restartPolicy"), namespace),
 		Entry(nil, "torch-distributed ClusterTrainingRuntime, 2 nodes of a GPU each (trainer.resourcesPerNode)",
 			fixtures.TrainJob(namespace, "trainjob").Set(map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1"}},
 				"spec", "trainer", "resourcesPerNode"), namespace),
@@ -301,8 +319,7 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 
 // notCompared are the catalog kinds this suite does not create yet, and why.
 var notCompared = map[string]string{
-	"CronJob":         "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
-	"LeaderWorkerSet": "not compared yet (the test control plane runs no LeaderWorkerSet controller): Kueue admits each group as its own Workload, and input.workload.admissionUnit is group",
+	"CronJob": "its Jobs are compared as Jobs; Kueue creates no Workload for the CronJob itself",
 }
 
 // knownDivergences are objects whose summary is known to differ from Kueue's

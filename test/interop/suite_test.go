@@ -49,7 +49,7 @@ var frameworks = []string{
 	"batch/job", "pod", "deployment", "statefulset", "jobset.x-k8s.io/jobset", "ray.io/rayjob", "ray.io/raycluster",
 	"kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "kubeflow.org/tfjob", "kubeflow.org/xgboostjob",
 	"kubeflow.org/paddlejob", "kubeflow.org/jaxjob", "workload.codeflare.dev/appwrapper", "ray.io/rayservice",
-	"sparkoperator.k8s.io/sparkapplication", "trainer.kubeflow.org/trainjob",
+	"sparkoperator.k8s.io/sparkapplication", "trainer.kubeflow.org/trainjob", "leaderworkerset.x-k8s.io/leaderworkerset",
 }
 
 // trainingRuntimes are Kubeflow Trainer's own ClusterTrainingRuntimes (from its
