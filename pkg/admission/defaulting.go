@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -45,6 +46,28 @@ var RuleMissingLocalQueue = Register(Rule{
 	Enforcement: EnforcementWarn,
 	Check:       queueChecksName,
 })
+
+// RuleQueuesUnknown is reported instead of RuleMissingLocalQueue while
+// kueue-guard cannot read Kueue's queues at all: Kueue's CRDs are not installed
+// (Kueue installed after kueue-guard, or being reinstalled) or do not serve the
+// version kueue-guard reads. The workload is admitted unchecked rather than
+// refused: kueue-guard must not hold the cluster down while Kueue is away.
+var RuleQueuesUnknown = Register(Rule{
+	ID:    RuleNamespace + ".queues_unknown",
+	Title: "Kueue's queues are readable",
+	Doc: "Reported while kueue-guard cannot read Kueue's LocalQueues and ClusterQueues (Kueue's CRDs are missing or " +
+		"serve another version): the workload's queue is not checked, and queue defaulting does not fall back to " +
+		"Kueue's default LocalQueue. Counted by kueue_guard_violations_total{rule=\"kueue_guard.queues_unknown\"}; " +
+		"kueue_guard_kueue_api_served is 0 meanwhile.",
+	Enforcement: EnforcementWarn,
+	Check:       queueChecksName,
+})
+
+// QueuesUnknownWarning is the warning for a queue that cannot be looked up.
+func QueuesUnknownWarning(queue, namespace string) string {
+	return fmt.Sprintf("kueue-guard cannot read Kueue's queues (Kueue's %s API is not served): LocalQueue %q in namespace %q was not checked",
+		kueue.GroupVersion, queue, namespace)
+}
 
 // QueueChoice is a defaulted queue and why it was chosen.
 type QueueChoice struct {
@@ -188,7 +211,9 @@ func (s *Defaulter) Mutate(_ context.Context, req *Request, t Target, view clust
 				why, choice.LocalQueue, choice.Source))
 			return nil
 		}
-		if !choice.Exists {
+		if !choice.Exists && !view.QueuesKnown() {
+			d.Warn(RuleQueuesUnknown, QueueLabelField(in), QueuesUnknownWarning(choice.LocalQueue, req.Namespace))
+		} else if !choice.Exists {
 			switch s.missing {
 			case config.MissingLocalQueueIgnore:
 				return nil

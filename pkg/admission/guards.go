@@ -214,6 +214,10 @@ func (s *QueueChecks) Validate(_ context.Context, req *Request, t Target, view c
 		// The mutating path already warned about a queue it defaulted.
 		defaulted := req.Operation == admissionv1.Create && defaultedByUs(req, in)
 		switch {
+		case !view.QueuesKnown():
+			if !defaulted {
+				d.Warn(RuleQueuesUnknown, field, QueuesUnknownWarning(queue, req.Namespace))
+			}
 		case s.missing == config.MissingLocalQueueIgnore:
 		case s.missing == config.MissingLocalQueueDeny:
 			d.Deny(RuleMissingLocalQueue, field, fmt.Sprintf(

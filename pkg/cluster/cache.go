@@ -3,14 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,20 +36,47 @@ func newDeployment() *unstructured.Unstructured {
 // ClusterRole (get/list/watch) follows this list. ConfigMaps are read only in
 // Kueue's namespace.
 func CachedTypes() []client.Object {
-	objs := []client.Object{&corev1.Namespace{}, &kueue.LocalQueue{}, &kueue.ClusterQueue{}, &corev1.ConfigMap{}, newDeployment(),
-		&corev1.LimitRange{}, &nodev1.RuntimeClass{}, &kueue.ResourceFlavor{}, &kueue.Cohort{},
+	objs := requiredTypes()
+	for _, t := range optionalTypes() {
+		objs = append(objs, t.obj)
+	}
+	return append(objs, newUnstructured(crdGVK))
+}
+
+// requiredTypes are served by every API server: the server does not start
+// without them.
+func requiredTypes() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, newDeployment(),
+		&corev1.LimitRange{}, &nodev1.RuntimeClass{},
 		// Not read by the pipeline: the server's webhook order check watches them.
 		&admissionregistrationv1.MutatingWebhookConfiguration{}}
+}
+
+// optionalTypes are served by CRDs that may come and go: Kueue's own kinds,
+// the kinds whose scale is judged, and Kubeflow Trainer's runtimes (Kueue
+// builds a TrainJob's pod sets from the runtime it names).
+func optionalTypes() []typedKind {
+	out := []typedKind{
+		{kueue.GroupVersion.WithKind("LocalQueue"), &kueue.LocalQueue{}},
+		{kueue.GroupVersion.WithKind("ClusterQueue"), &kueue.ClusterQueue{}},
+		{kueue.GroupVersion.WithKind("ResourceFlavor"), &kueue.ResourceFlavor{}},
+		{kueue.GroupVersion.WithKind("Cohort"), &kueue.Cohort{}},
+	}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK != deploymentGVK {
-			objs = append(objs, newUnstructured(in.GVK))
+			out = append(out, typedKind{in.GVK, newUnstructured(in.GVK)})
 		}
 	}
-	// Kueue builds a TrainJob's pod sets from the runtime it names.
 	for _, gvk := range workload.TrainingRuntimeGVKs {
-		objs = append(objs, newUnstructured(gvk))
+		out = append(out, typedKind{gvk, newUnstructured(gvk)})
 	}
-	return objs
+	return out
+}
+
+// typedKind is a kind and an empty object of it.
+type typedKind struct {
+	gvk schema.GroupVersionKind
+	obj client.Object
 }
 
 func newUnstructured(gvk schema.GroupVersionKind) *unstructured.Unstructured {
@@ -86,21 +111,34 @@ func keepQueued(strip toolscache.TransformFunc) toolscache.TransformFunc {
 // quietly listing from the API server on the request path. ConfigMaps are cached
 // in Kueue's namespace only; Deployments that are not queued are stripped to
 // what the Kueue controller fingerprint reads, and other unqueued workloads of
-// scaled kinds to their metadata.
+// scaled kinds to their metadata. The scaled kinds' transform is the default
+// one, dispatched by kind, not a per-object option: the cache resolves every
+// per-object option when it is created, which fails for a CRD not installed
+// yet.
 func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{kueueNamespace: {}}},
 	}
 	deployment := cache.ByObject{Transform: stripDeployment}
+	scaled := map[schema.GroupVersionKind]toolscache.TransformFunc{}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK == deploymentGVK {
 			deployment.Transform = keepQueued(stripDeployment)
 			continue
 		}
-		byObject[newUnstructured(in.GVK)] = cache.ByObject{Transform: keepQueued(stripToMetadata)}
+		scaled[in.GVK] = keepQueued(stripToMetadata)
 	}
 	byObject[newDeployment()] = deployment
-	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject}
+	byObject[newUnstructured(crdGVK)] = cache.ByObject{Transform: stripCRD}
+	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject,
+		DefaultTransform: func(obj any) (any, error) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				if t, ok := scaled[u.GroupVersionKind()]; ok {
+					return t(obj)
+				}
+			}
+			return obj, nil
+		}}
 }
 
 // stripToMetadata keeps an object's identity and labels.
@@ -173,13 +211,15 @@ type InformerView struct {
 	cache          cache.Cache
 	kueueNamespace string
 	kueueConfig    atomic.Pointer[parsedKueueConfig]
-	// unserved holds the kinds read as unstructured (scaled kinds, training
-	// runtimes) whose CRD was not installed when the view started; their
-	// informers start on the first request that needs them.
-	unservedMu sync.Mutex
-	unserved   map[schema.GroupVersionKind]bool
-	// generation counts changes to ResourceFlavors, Cohorts and ClusterQueues;
-	// capacities are recomputed only when it moved.
+	// optional are the kinds served by CRDs, whose informers follow them.
+	optional *optionalKinds
+	// kueue are Kueue's kinds among them.
+	kueue []*optionalKind
+	// stop ends the informer starts in progress when the server stops.
+	stop context.CancelFunc
+	// generation counts changes to ResourceFlavors, Cohorts and ClusterQueues
+	// (and their informers starting or stopping); capacities are recomputed
+	// only when it moved.
 	generation atomic.Int64
 	capacity   atomic.Pointer[computedCapacity]
 }
@@ -202,57 +242,116 @@ type parsedKueueConfig struct {
 var _ View = (*InformerView)(nil)
 
 // NewInformerView registers informers for CachedTypes on c (so that the cache's
-// sync covers them) and returns a View that reads from it. A kind read as
-// unstructured whose CRD is not installed (LeaderWorkerSet, Kubeflow Trainer's
-// runtimes on most clusters) is not an error: its informer starts when a
-// request first needs it, which can only happen once the CRD is served.
+// sync covers them) and returns a View that reads from it. A kind served by a
+// CRD that is not installed, or does not serve the version this build reads
+// (Kueue itself before it is installed, LeaderWorkerSet, Kubeflow Trainer's
+// runtimes), is not an error: the view watches the cluster's CRDs and starts
+// the kind's informer when its CRD serves it, and removes it when it goes.
+// Until then its objects are unknown (see QueuesKnown). Start the view with
+// the cache (it is a manager Runnable).
 func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
-	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, unserved: map[schema.GroupVersionKind]bool{}}
+	run, stop := context.WithCancel(context.Background())
+	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, stop: stop}
+	v.optional = &optionalKinds{cache: c, logger: log.FromContext(ctx).WithName("crds"),
+		byGVK: map[schema.GroupVersionKind]*optionalKind{}, changed: func() { v.generation.Add(1) }}
 	bump := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { v.generation.Add(1) },
 		UpdateFunc: func(any, any) { v.generation.Add(1) },
 		DeleteFunc: func(any) { v.generation.Add(1) },
 	}
-	for _, obj := range []client.Object{&kueue.ResourceFlavor{}, &kueue.Cohort{}, &kueue.ClusterQueue{}} {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
+	capacityInput := map[schema.GroupVersionKind]bool{
+		kueue.GroupVersion.WithKind("ResourceFlavor"): true, kueue.GroupVersion.WithKind("Cohort"): true,
+		kueue.GroupVersion.WithKind("ClusterQueue"): true,
+	}
+	for _, obj := range requiredTypes() {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
-		if _, err := inf.AddEventHandler(bump); err != nil {
+	}
+	for _, t := range optionalTypes() {
+		gvk := t.gvk
+		k := &optionalKind{gvk: gvk, new: newObjectLike(t.obj)}
+		if capacityInput[gvk] {
+			k.onStart = func(inf toolscache.SharedIndexInformer) error {
+				_, err := inf.AddEventHandler(bump)
+				return err
+			}
+		}
+		if gvk.Group == kueue.GroupVersion.Group {
+			v.kueue = append(v.kueue, k)
+		}
+		if err := v.optional.register(ctx, k); err != nil {
 			return nil, err
 		}
 	}
-	for _, obj := range CachedTypes() {
-		if _, err := c.GetInformer(ctx, obj); err != nil {
-			if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() != deploymentGVK && meta.IsNoMatchError(err) {
-				log.FromContext(ctx).Info("kind not served yet; watched once a request needs it", "kind", u.GroupVersionKind().String())
-				v.unserved[u.GroupVersionKind()] = true
-				continue
-			}
-			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
+	crds, err := c.GetInformer(ctx, newUnstructured(crdGVK))
+	if err != nil {
+		return nil, fmt.Errorf("registering informer for CustomResourceDefinitions: %w", err)
+	}
+	follow := func(obj any, deleted bool) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
 		}
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			v.optional.crdChanged(run, u, deleted)
+		}
+	}
+	if _, err := crds.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { follow(obj, false) },
+		UpdateFunc: func(_, obj any) { follow(obj, false) },
+		DeleteFunc: func(obj any) { follow(obj, true) },
+	}); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
-// lazyInformerReady starts the informer of a kind that was not served at start.
-// It reports an error until the informer has synced, so that a request is
-// never judged against an empty cache.
-func (v *InformerView) lazyInformerReady(gvk schema.GroupVersionKind) error {
-	v.unservedMu.Lock()
-	defer v.unservedMu.Unlock()
-	if !v.unserved[gvk] {
+// newObjectLike returns a constructor of empty objects of obj's kind.
+func newObjectLike(obj client.Object) func() client.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		gvk := u.GroupVersionKind()
+		return func() client.Object { return newUnstructured(gvk) }
+	}
+	return func() client.Object { return obj.DeepCopyObject().(client.Object) }
+}
+
+// Start implements manager.Runnable: it ends the view's background informer
+// starts when the server stops.
+func (v *InformerView) Start(ctx context.Context) error {
+	<-ctx.Done()
+	v.stop()
+	return nil
+}
+
+// QueuesKnown implements View: Kueue's kinds are served at the version this
+// build reads, and their informers have synced.
+func (v *InformerView) QueuesKnown() bool {
+	for _, k := range v.kueue {
+		if !k.known() {
+			return false
+		}
+	}
+	return true
+}
+
+// Served reports whether an optional kind's objects are known (its CRD serves
+// it and its informer has synced); required kinds are always served.
+func (v *InformerView) Served(gvk schema.GroupVersionKind) bool {
+	k, ok := v.optional.byGVK[gvk]
+	return !ok || k.known()
+}
+
+// optionalReady says why an optional kind cannot be read yet, so that a
+// request is never judged against an empty cache.
+func (v *InformerView) optionalReady(gvk schema.GroupVersionKind) error {
+	k, ok := v.optional.byGVK[gvk]
+	if !ok || k.known() {
 		return nil
 	}
-	inf, err := v.cache.GetInformer(context.Background(), newUnstructured(gvk), cache.BlockUntilSynced(false))
-	if err != nil {
-		return fmt.Errorf("kueue-guard cannot watch %s yet (%w); retry in a few seconds", gvk.Kind, err)
+	if k.informer.Load() == nil {
+		return fmt.Errorf("kueue-guard cannot watch %s yet (its API %s is not served); retry in a few seconds", gvk.Kind, gvk.GroupVersion())
 	}
-	if !inf.HasSynced() {
-		return fmt.Errorf("kueue-guard is still loading the cluster's %s objects; retry in a few seconds", gvk.Kind)
-	}
-	delete(v.unserved, gvk)
-	return nil
+	return fmt.Errorf("kueue-guard is still loading the cluster's %s objects; retry in a few seconds", gvk.Kind)
 }
 
 // get reads from the in-memory store. The context is background: the store never
@@ -378,7 +477,7 @@ func (v *InformerView) TrainingRuntime(kind, namespace, name string) (*unstructu
 		if gvk.Kind != kind {
 			continue
 		}
-		if err := v.lazyInformerReady(gvk); err != nil {
+		if err := v.optionalReady(gvk); err != nil {
 			return nil, false
 		}
 		u := newUnstructured(gvk)
@@ -393,7 +492,7 @@ func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) 
 	if !ok || !in.ScaleJudged {
 		return nil, false, nil
 	}
-	if err := v.lazyInformerReady(in.GVK); err != nil {
+	if err := v.optionalReady(in.GVK); err != nil {
 		return nil, false, err
 	}
 	u := newUnstructured(in.GVK)

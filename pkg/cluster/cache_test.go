@@ -14,15 +14,19 @@ import (
 )
 
 var _ = Describe("the informer cache of scaled kinds", func() {
+	// A kind's transform: its own entry's (Deployments), else the default
+	// transform, which dispatches by kind (the other scaled kinds, whose CRD
+	// may not exist when the cache is created).
 	transform := func(gvk schema.GroupVersionKind) func(any) (any, error) {
-		for obj, by := range CacheOptions(runtime.NewScheme(), DefaultKueueNamespace).ByObject {
+		opts := CacheOptions(runtime.NewScheme(), DefaultKueueNamespace)
+		for obj, by := range opts.ByObject {
 			if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == gvk {
 				Expect(by.Transform).NotTo(BeNil())
 				return by.Transform
 			}
 		}
-		Fail("no cache entry for " + gvk.String())
-		return nil
+		Expect(opts.DefaultTransform).NotTo(BeNil())
+		return opts.DefaultTransform
 	}
 	statefulSet := func(ownLabels, templateLabels map[string]any) *unstructured.Unstructured {
 		meta := map[string]any{"name": "s", "namespace": "ns"}
@@ -101,5 +105,54 @@ var _ = Describe("the snapshot's LimitRanges and RuntimeClasses", func() {
 		Expect(rc.Handler).To(Equal("kata"))
 		_, ok = s.RuntimeClass("gvisor")
 		Expect(ok).To(BeFalse())
+	})
+})
+
+var _ = Describe("following the cluster's CRDs", func() {
+	crd := func(group, kind string, versions map[string]bool, established bool) *unstructured.Unstructured {
+		var vs []any
+		for name, served := range versions {
+			vs = append(vs, map[string]any{"name": name, "served": served, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "description": "large"}}})
+		}
+		status := "False"
+		if established {
+			status = "True"
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "localqueues." + group, "resourceVersion": "7"},
+			"spec":     map[string]any{"group": group, "names": map[string]any{"kind": kind, "plural": "localqueues"}, "versions": vs},
+			"status":   map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": status}}},
+		}}
+		out, err := stripCRD(u)
+		Expect(err).NotTo(HaveOccurred())
+		return out.(*unstructured.Unstructured)
+	}
+	lq := schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueue"}
+
+	It("keeps only what says whether a kind is served, and changes nothing when applied again", func() {
+		u := crd("kueue.x-k8s.io", "LocalQueue", map[string]bool{"v1beta2": true}, true)
+		Expect(u.GetName()).To(Equal("localqueues.kueue.x-k8s.io"))
+		Expect(u.Object["spec"]).To(Equal(map[string]any{"group": "kueue.x-k8s.io",
+			"names": map[string]any{"kind": "LocalQueue"}, "versions": []any{map[string]any{"name": "v1beta2", "served": true}}}))
+		again, err := stripCRD(u.DeepCopy())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(again).To(Equal(u), "informers may apply a transform more than once")
+		Expect(crdServes(again.(*unstructured.Unstructured), lq)).To(BeTrue())
+	})
+
+	DescribeTable("serves a kind at the version this build reads, once established",
+		func(versions map[string]bool, established bool, want bool) {
+			Expect(crdServes(crd("kueue.x-k8s.io", "LocalQueue", versions, established), lq)).To(Equal(want))
+		},
+		Entry("served and established", map[string]bool{"v1beta1": true, "v1beta2": true}, true, true),
+		Entry("not established yet", map[string]bool{"v1beta2": true}, false, false),
+		Entry("another version only (a managed Kueue on v1beta1)", map[string]bool{"v1beta1": true}, true, false),
+		Entry("the version defined but not served", map[string]bool{"v1beta2": false, "v1beta1": true}, true, false),
+	)
+
+	It("does not take another group's kind of the same name", func() {
+		Expect(crdServes(crd("example.com", "LocalQueue", map[string]bool{"v1beta2": true}, true), lq)).To(BeFalse())
 	})
 })

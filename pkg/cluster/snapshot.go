@@ -159,6 +159,9 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 	return out
 }
 
+// QueuesKnown implements View: a snapshot holds every queue there is.
+func (s *Snapshot) QueuesKnown() bool { return true }
+
 // TrainingRuntime implements View.
 func (s *Snapshot) TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 	u, ok := s.runtimes[runtimeKey{kind, namespace, name}]

@@ -21,6 +21,11 @@ import (
 type View interface {
 	// Namespace returns a namespace by name.
 	Namespace(name string) (*corev1.Namespace, bool)
+	// QueuesKnown reports whether Kueue's kinds (LocalQueue, ClusterQueue,
+	// ResourceFlavor, Cohort) can be read. While they cannot (Kueue's CRDs are
+	// not installed, or serve another version), a missing queue means
+	// "unknown", not "does not exist".
+	QueuesKnown() bool
 	// LocalQueue returns a LocalQueue by namespace and name.
 	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
 	// ClusterQueue returns a ClusterQueue by name.

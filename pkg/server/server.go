@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +28,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
+	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
@@ -118,6 +120,21 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(view); err != nil {
+		return nil, err
+	}
+	kueueServed, err := kgmetrics.Register(crmetrics.Registry, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kueue_guard_kueue_api_served",
+		Help: "1 while Kueue's LocalQueues and ClusterQueues can be read (its CRDs serve kueue.x-k8s.io/v1beta2 and the informers have synced); 0 while queue checks are skipped with kueue_guard.queues_unknown.",
+	}))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return followGauge(ctx, kueueServed, view.QueuesKnown)
+	})); err != nil {
+		return nil, err
+	}
 	if o.ManageCerts {
 		if err := addCertRotator(mgr, o, certsReady); err != nil {
 			return nil, err
@@ -187,6 +204,25 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// followGauge sets g to 1 while known() holds, and 0 otherwise, every second
+// until ctx ends.
+func followGauge(ctx context.Context, g prometheus.Gauge, known func() bool) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if known() {
+			g.Set(1)
+		} else {
+			g.Set(0)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) cacheSynced(*http.Request) error {

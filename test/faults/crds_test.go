@@ -1,0 +1,222 @@
+package faults
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+)
+
+// warnings collects the API server's warning headers.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) take() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := strings.Join(w.seen, "\n")
+	w.seen = nil
+	return out
+}
+
+// crdFiles are the control plane's CRD files whose names contain one of the
+// groups.
+func crdFiles(groups ...string) []string {
+	GinkgoHelper()
+	all, err := testenv.CRDFiles()
+	Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, f := range all {
+		for _, g := range groups {
+			if strings.HasPrefix(filepath.Base(f), g+"_") {
+				out = append(out, f)
+			}
+		}
+	}
+	Expect(out).NotTo(BeEmpty())
+	return out
+}
+
+// removeCRDs deletes CRDs (and so every object of their kinds) and waits until
+// they are gone.
+func removeCRDs(files []string) {
+	GinkgoHelper()
+	start := time.Now()
+	defer func() { GinkgoWriter.Printf("CRDs deleted in %v\n", time.Since(start)) }()
+	args := []string{"delete", "--wait=true", "--timeout=90s", "--ignore-not-found"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	_, stderr, err := env.Kubectl(nil, args...)
+	Expect(err).NotTo(HaveOccurred(), stderr)
+}
+
+// installCRDs creates CRDs and waits until they are established.
+func installCRDs(files []string) {
+	GinkgoHelper()
+	start := time.Now()
+	defer func() { GinkgoWriter.Printf("CRDs installed in %v\n", time.Since(start)) }()
+	args := []string{"apply", "--server-side"}
+	for _, f := range files {
+		args = append(args, "-f", f)
+	}
+	out, stderr, err := env.Kubectl(nil, args...)
+	Expect(err).NotTo(HaveOccurred(), stderr)
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if name, _, ok := strings.Cut(line, " "); ok {
+			names = append(names, name)
+		}
+	}
+	// A CRD just created has no conditions yet, which kubectl wait refuses.
+	Eventually(func() error {
+		_, stderr, err := env.Kubectl(nil, append([]string{"wait", "--for=condition=Established", "--timeout=30s"}, names...)...)
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, stderr)
+		}
+		return nil
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+	// Established is not yet listable: a CRD deleted while its storage still
+	// initializes waits minutes in the API server's cleanup backoff.
+	var resources []string
+	for _, n := range names {
+		resources = append(resources, strings.TrimPrefix(n, "customresourcedefinition.apiextensions.k8s.io/"))
+	}
+	Eventually(func() error {
+		_, stderr, err := env.Kubectl(nil, "get", strings.Join(resources, ","), "-A")
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, stderr)
+		}
+		return nil
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+}
+
+// A policy that caps a LeaderWorkerSet at 2 groups: a scale is judged as the
+// update of the cached workload, so it sees the scaled replica count.
+const lwsGroupsPolicy = `package kueue_guard.lws_groups
+
+import rego.v1
+
+deny contains msg if {
+	input.object.kind == "LeaderWorkerSet"
+	input.object.spec.replicas > 2
+	msg := sprintf("%d groups, at most 2", [input.object.spec.replicas])
+}
+`
+
+// Kueue installed after kueue-guard, reinstalled, or removed: kueue-guard keeps
+// serving and says what it cannot check; when the CRDs come (back), queue
+// checks resume without a restart. The same holds for a scaled kind's CRD.
+var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
+	var (
+		kueueCRDs, lwsCRDs []string
+		srv                *testenv.Server
+		c                  client.Client
+		warned             *warnings
+		ns                 string
+	)
+	served := func() float64 {
+		v, err := testenv.MetricValue(srv.MetricAddr, "kueue_guard_kueue_api_served")
+		Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	job := func() *unstructured.Unstructured { return fixtures.Job(ns, "j").Queue("q").Obj() }
+
+	BeforeAll(func() {
+		kueueCRDs, lwsCRDs = crdFiles("kueue.x-k8s.io"), crdFiles("leaderworkerset.x-k8s.io")
+		removeCRDs(append(append([]string{}, kueueCRDs...), lwsCRDs...))
+		DeferCleanup(func() { installCRDs(append(append([]string{}, kueueCRDs...), lwsCRDs...)) })
+
+		cfg := config.Default()
+		cfg.InstallProfile = config.ProfileOSS
+		cfg.Policies.Directory = GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(cfg.Policies.Directory, "lws-groups.rego"), []byte(lwsGroupsPolicy), 0o644)).To(Succeed())
+		// A missing LocalQueue is refused: once Kueue is back, the check shows.
+		cfg.Defaulting.MissingLocalQueue = config.MissingLocalQueueDeny
+		start := time.Now()
+		var err error
+		srv, err = env.StartServer(ctx, env.Config, cfg)
+		Expect(err).NotTo(HaveOccurred(), "kueue-guard starts without Kueue's CRDs")
+		DeferCleanup(srv.Stop)
+		AddReportEntry("Kueue's CRDs absent at start", fmt.Sprintf("ready in %v", time.Since(start).Round(10*time.Millisecond)))
+
+		warned = &warnings{}
+		restCfg := rest.CopyConfig(env.Config)
+		restCfg.WarningHandler = warned
+		c, err = client.New(restCfg, client.Options{Scheme: env.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "no-kueue-"}}
+		Expect(env.Client.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+	})
+
+	It("admits a queued workload with the queues_unknown warning while Kueue is absent", func() {
+		Eventually(served).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
+		Expect(c.Create(ctx, job(), client.DryRunAll)).To(Succeed())
+		Expect(warned.take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+	})
+
+	It("resumes queue checks when Kueue's CRDs are installed, without a restart", func() {
+		start := time.Now()
+		installCRDs(kueueCRDs)
+		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(1.0))
+		AddReportEntry("Kueue's CRDs installed", fmt.Sprintf("queue checks resumed %v after the apply", time.Since(start).Round(10*time.Millisecond)))
+		Expect(c.Create(ctx, job(), client.DryRunAll)).To(MatchError(ContainSubstring(`LocalQueue "q" does not exist`)))
+
+		Expect(env.Client.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "q"},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}})).To(Succeed())
+		Eventually(func() error { return c.Create(ctx, job(), client.DryRunAll) }).
+			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		warned.take()
+	})
+
+	It("judges the scale of a LeaderWorkerSet once its CRD appears", func() {
+		installCRDs(lwsCRDs)
+		lws := fixtures.LeaderWorkerSet(ns, "lws").Queue("q").
+			Set(map[string]any{"type": "RollingUpdate", "rollingUpdateConfiguration": map[string]any{"maxUnavailable": int64(1), "maxSurge": int64(0)}},
+				"spec", "rolloutStrategy").
+			Set("LeaderCreated", "spec", "startupPolicy").
+			Set("RecreateGroupOnPodRestart", "spec", "leaderWorkerTemplate", "restartPolicy").Obj()
+		Eventually(func() error { return c.Create(ctx, lws.DeepCopy()) }).
+			WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		scale := &unstructured.Unstructured{}
+		scale.SetGroupVersionKind(autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+		Eventually(func(g Gomega) {
+			g.Expect(c.SubResource("scale").Get(ctx, lws, scale)).To(Succeed())
+			g.Expect(unstructured.SetNestedField(scale.Object, int64(3), "spec", "replicas")).To(Succeed())
+			err := c.SubResource("scale").Update(ctx, lws, client.WithSubResourceBody(scale), client.DryRunAll)
+			g.Expect(err).To(MatchError(ContainSubstring("3 groups, at most 2")))
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	})
+
+	It("says queues are unknown again when Kueue is removed, and admits workloads with the warning", func() {
+		removeCRDs(kueueCRDs)
+		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
+		Expect(c.Create(ctx, job(), client.DryRunAll)).To(Succeed())
+		Expect(warned.take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+	})
+})
