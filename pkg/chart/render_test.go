@@ -208,7 +208,7 @@ var _ = Describe("default values", func() {
 			"Issuer/kueue-guard-selfsigned", "Issuer/kueue-guard-ca",
 			"ConfigMap/kueue-guard-config", "ConfigMap/kueue-guard-policies",
 			"Deployment/kueue-guard", "Service/"+serviceName, "ServiceAccount/kueue-guard",
-			"PodDisruptionBudget/kueue-guard",
+			"PodDisruptionBudget/kueue-guard", "NetworkPolicy/kueue-guard",
 			"ClusterRole/kueue-guard", "ClusterRoleBinding/kueue-guard",
 			"Role/kueue-guard-kueue-config", "RoleBinding/kueue-guard-kueue-config",
 			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
@@ -231,7 +231,7 @@ var _ = Describe("default values", func() {
 		m, v, err := kg.WebhookConfigurations(nil)
 		Expect(err).NotTo(HaveOccurred())
 		o := webhookconfig.Options{ServiceNamespace: ns, ServiceName: serviceName,
-			ExcludeNamespaces: []string{"kube-system", ns},
+			ExcludeNamespaces: []string{"kube-system", ns, "kueue-system", "cert-manager"},
 			TrustedRequester:  trust.New(config.DefaultTrustedControllers(config.DefaultKueueNamespace)).CEL()}
 		Expect(cmp.Diff(webhookconfig.Mutating(o).Webhooks, m.Webhooks)).To(BeEmpty())
 		Expect(cmp.Diff(webhookconfig.Validating(o).Webhooks, v.Webhooks)).To(BeEmpty())
@@ -302,8 +302,8 @@ var _ = Describe("default values", func() {
 		for _, w := range v.Webhooks {
 			check(w.Name, w.ClientConfig, w.TimeoutSeconds, w.SideEffects, w.MatchPolicy, w.AdmissionReviewVersions, "/"+strings.TrimSuffix(w.Name, ".kueue-guard.io"))
 		}
-		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal([]string{"kube-system", ns}))
-		Expect(excludedNamespaces(v.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", ns}))
+		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal([]string{"kube-system", ns, "kueue-system", "cert-manager"}))
+		Expect(excludedNamespaces(v.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", ns, "kueue-system", "cert-manager"}))
 		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{ns}),
 			"the controller guard sees every namespace but its own, kube-system included")
 		Expect(mw.ObjectSelector).To(BeNil())
@@ -443,8 +443,11 @@ var _ = Describe("default values", func() {
 		cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(cfg.Policies.Directory).To(Equal(config.DefaultPolicyDirectory))
-		Expect(cmp.Diff(config.Default(), cfg, cmpopts.EquateEmpty())).To(BeEmpty(),
-			"the chart's defaults are the program's defaults")
+		Expect(cfg.ExemptNamespaces).To(Equal([]string{"cert-manager"}), "the chart always exempts cert-manager's namespace")
+		want := config.Default()
+		want.ExemptNamespaces = cfg.ExemptNamespaces
+		Expect(cmp.Diff(want, cfg, cmpopts.EquateEmpty())).To(BeEmpty(),
+			"apart from it, the chart's defaults are the program's defaults")
 	})
 
 	It("ship the repository's policies, laid out as in policies/", func() {
@@ -600,12 +603,13 @@ var _ = Describe("HA off", func() {
 })
 
 var _ = Describe("custom selectors", func() {
-	It("exclude the listed namespaces, the release namespace and the exempt ones from the workload webhooks, and add the extra terms", func() {
+	It("exclude the system namespaces always, then the listed and the exempt ones, from the workload webhooks, and add the extra terms", func() {
 		m, v, err := kg.WebhookConfigurations(values(customSelectors))
 		Expect(err).NotTo(HaveOccurred())
 		mw, vw, cw := m.Webhooks[0], v.Webhooks[0], v.Webhooks[1]
-		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal([]string{"kube-system", "legacy-batch", ns, "ci-runners"}))
-		Expect(excludedNamespaces(vw.NamespaceSelector)).To(Equal([]string{"kube-system", "legacy-batch", ns, "ci-runners"}))
+		always := []string{"kube-system", ns, "kueue-system", "cert-manager"}
+		Expect(excludedNamespaces(mw.NamespaceSelector)).To(Equal(append(always, "legacy-batch", "ci-runners")))
+		Expect(excludedNamespaces(vw.NamespaceSelector)).To(Equal(append(always, "legacy-batch", "ci-runners")))
 		Expect(mw.NamespaceSelector.MatchLabels).To(Equal(map[string]string{"kueue-guard.io/enabled": "true"}))
 		Expect(mw.NamespaceSelector.MatchExpressions[1].Key).To(Equal("tier"))
 		Expect(vw.NamespaceSelector.MatchLabels).To(BeEmpty())
@@ -620,7 +624,7 @@ var _ = Describe("custom selectors", func() {
 		other.Namespace = "platform-guards"
 		m, v, err := other.WebhookConfigurations(nil)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(excludedNamespaces(m.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", "platform-guards"}))
+		Expect(excludedNamespaces(m.Webhooks[0].NamespaceSelector)).To(Equal([]string{"kube-system", "platform-guards", "kueue-system", "cert-manager"}))
 		Expect(excludedNamespaces(v.Webhooks[1].NamespaceSelector)).To(Equal([]string{"platform-guards"}))
 		Expect(m.Webhooks[0].ClientConfig.Service.Namespace).To(Equal("platform-guards"))
 	})
@@ -629,7 +633,20 @@ var _ = Describe("custom selectors", func() {
 		cm := typed[*corev1.ConfigMap](render(customSelectors).get("ConfigMap", "kueue-guard-config"))
 		cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cfg.ExemptNamespaces).To(Equal([]string{"ci-runners"}))
+		Expect(cfg.ExemptNamespaces).To(Equal([]string{"cert-manager", "ci-runners"}))
+	})
+
+	// An admin empties every list: the namespaces that repair kueue-guard stay
+	// out of its reach.
+	It("cannot be made to send kube-system, the release namespace, Kueue's or cert-manager's", func() {
+		m, v, err := kg.WebhookConfigurations(values(`
+webhooks: {excludeNamespaces: []}
+config: {exemptNamespaces: [], kueueNamespace: batch-kueue}
+certManager: {namespace: certs}`))
+		Expect(err).NotTo(HaveOccurred())
+		for _, sel := range []*metav1.LabelSelector{m.Webhooks[0].NamespaceSelector, v.Webhooks[0].NamespaceSelector} {
+			Expect(excludedNamespaces(sel)).To(Equal([]string{"kube-system", ns, "batch-kueue", "certs"}))
+		}
 	})
 })
 
@@ -673,6 +690,14 @@ var _ = Describe("NetworkPolicy and ServiceMonitor", func() {
 		Expect(from["webhook"][0].IPBlock.CIDR).To(Equal("10.0.0.0/16"))
 		Expect(from["metrics"][0].NamespaceSelector.MatchLabels).To(HaveKeyWithValue("kubernetes.io/metadata.name", "monitoring"))
 		Expect(from["health"]).To(BeEmpty())
+	})
+
+	It("are on by default, admitting the three ports from any source", func() {
+		np := typed[*networkingv1.NetworkPolicy](render(defaultValues).get("NetworkPolicy", "kueue-guard"))
+		Expect(np.Spec.Ingress).To(HaveLen(3))
+		for _, rule := range np.Spec.Ingress {
+			Expect(rule.From).To(BeEmpty(), "the API server's address differs between clusters")
+		}
 	})
 
 	It("scrape the Service's metrics port", func() {

@@ -343,7 +343,7 @@ var _ = Describe("IsExempt", func() {
 		Entry("own namespace", c, "kueue-guard", "kueue-guard", true),
 		Entry("listed namespace", c, "monitoring", "kueue-guard", true),
 		Entry("ordinary namespace", c, "team-a", "kueue-guard", false),
-		Entry("kueue's namespace is not implicitly exempt", c, "kueue-system", "kueue-guard", false),
+		Entry("kueue's namespace is always exempt", c, "kueue-system", "kueue-guard", true),
 		Entry("empty own namespace does not exempt cluster-scoped objects", c, "", "", false),
 		Entry("nil configuration still exempts kube-system", (*config.Configuration)(nil), "kube-system", "x", true),
 		Entry("nil configuration exempts nothing else", (*config.Configuration)(nil), "monitoring", "x", false),

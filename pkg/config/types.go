@@ -88,8 +88,8 @@ type Configuration struct {
 	InstallProfile InstallProfile `json:"installProfile,omitempty"`
 	// KueueNamespace is where Kueue and its Configuration live.
 	KueueNamespace string `json:"kueueNamespace,omitempty"`
-	// ExemptNamespaces are never mutated or validated, in addition to kube-system and the webhook's own
-	// namespace (see IsExempt).
+	// ExemptNamespaces are never mutated or validated, in addition to kube-system, the webhook's own
+	// namespace and KueueNamespace (see IsExempt).
 	ExemptNamespaces []string `json:"exemptNamespaces,omitempty"`
 	// Defaulting configures queue-name defaulting on the mutating path.
 	Defaulting Defaulting `json:"defaulting,omitempty"`
@@ -232,9 +232,9 @@ func (r DefaultingRule) Selector() (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(r.NamespaceSelector)
 }
 
-// IsExempt reports whether objects in namespace must be left alone: kube-system and the webhook's own
-// namespace are always exempt, so that a broken webhook or policy cannot lock out the components needed
-// to repair it.
+// IsExempt reports whether objects in namespace must be left alone: kube-system, the webhook's own
+// namespace and Kueue's are always exempt, so that a broken webhook or policy cannot lock out the
+// components needed to repair it (Kueue's namespace is written by admins only).
 func (c *Configuration) IsExempt(namespace, ownNamespace string) bool {
 	if namespace == KubeSystemNamespace || (ownNamespace != "" && namespace == ownNamespace) {
 		return true
@@ -242,5 +242,5 @@ func (c *Configuration) IsExempt(namespace, ownNamespace string) bool {
 	if c == nil {
 		return false
 	}
-	return slices.Contains(c.ExemptNamespaces, namespace)
+	return (c.KueueNamespace != "" && namespace == c.KueueNamespace) || slices.Contains(c.ExemptNamespaces, namespace)
 }

@@ -203,11 +203,15 @@ namespaceSelector:
 {{- end }}
 
 {{/*
-The namespaces the workload webhooks skip: webhooks.excludeNamespaces, the
-release namespace and config.exemptNamespaces, without duplicates.
+The namespaces the workload webhooks skip. Always: kube-system, the release
+namespace, Kueue's (config.kueueNamespace) and cert-manager's
+(certManager.namespace), so that no kueue-guard fault can hold down what repairs
+it; then webhooks.excludeNamespaces and config.exemptNamespaces, without
+duplicates.
 */}}
 {{- define "kueue-guard.workloadExclusions" -}}
-{{- $all := concat .Values.webhooks.excludeNamespaces (list .Release.Namespace) .Values.config.exemptNamespaces | uniq }}
+{{- $always := list "kube-system" .Release.Namespace .Values.config.kueueNamespace .Values.certManager.namespace }}
+{{- $all := concat $always .Values.webhooks.excludeNamespaces .Values.config.exemptNamespaces | compact | uniq }}
 {{- toJson $all }}
 {{- end }}
 
