@@ -13,22 +13,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 )
 
 type serveFlags struct {
 	configFile, kubeconfig, certDir, host, namespace string
 	metricsAddr, probeAddr, pprofAddr, tlsMinVersion string
-	port, maxInFlight                                int
-	shutdownTimeout, shutdownDelay                   time.Duration
+	port, maxInFlight, policyConcurrency             int
+	shutdownTimeout, shutdownDelay, policyTimeout    time.Duration
 	zap                                              zap.Options
 	manageCerts                                      bool
 	certSecret, webhookService                       string
 	mutatingName, validatingName                     string
 }
 
-func newServeCommand() *cobra.Command {
-	f := &serveFlags{}
+func newServeCommand() *cobra.Command { return newServeCommandWith(&serveFlags{}) }
+
+// newServeCommandWith binds the serve command's flags to f.
+func newServeCommandWith(f *serveFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the admission webhooks",
@@ -44,6 +47,8 @@ func newServeCommand() *cobra.Command {
 	fl.StringVar(&f.host, "webhook-host", "", "Address the webhook server listens on (all interfaces when empty)")
 	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 256, "Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)")
+	fl.DurationVar(&f.policyTimeout, "policy-timeout", policies.DefaultTimeout, "How long one request's policy evaluation may take, waiting for a slot included; beyond it policies.onError decides (keep it below the webhook's timeoutSeconds)")
+	fl.IntVar(&f.policyConcurrency, "policy-concurrency", 0, "Policy evaluations running at once; a request waits for a slot within --policy-timeout (0: twice GOMAXPROCS)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles, for a profiling session; off when empty (bind it to loopback: profiles are not authenticated)")
@@ -73,6 +78,12 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 			return &exitError{code: 2, err: fmt.Errorf("invalid configuration: %w", err)}
 		}
 	}
+	if f.policyTimeout <= 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--policy-timeout must be positive, got %v", f.policyTimeout)}
+	}
+	if f.policyConcurrency < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--policy-concurrency must be 0 (twice GOMAXPROCS) or more, got %d", f.policyConcurrency)}
+	}
 	minTLS, err := server.ParseTLSVersion(f.tlsMinVersion)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -94,6 +105,8 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		HealthProbeBindAddress:      f.probeAddr,
 		PprofBindAddress:            f.pprofAddr,
 		MaxInFlight:                 f.maxInFlight,
+		PolicyTimeout:               f.policyTimeout,
+		PolicyConcurrency:           f.policyConcurrency,
 		ShutdownTimeout:             f.shutdownTimeout,
 		ShutdownDelay:               f.shutdownDelay,
 		Logger:                      logger,

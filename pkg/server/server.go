@@ -49,8 +49,13 @@ type Options struct {
 	PprofBindAddress string
 	// MaxInFlight bounds the admission requests served at once; beyond it they
 	// are answered 429, which the API server retries. 0 does not bound.
-	MaxInFlight     int
-	ShutdownTimeout time.Duration
+	MaxInFlight int
+	// PolicyTimeout bounds one request's policy evaluation, waiting for a slot
+	// included (policies.DefaultTimeout when zero); PolicyConcurrency bounds
+	// the evaluations running at once (twice GOMAXPROCS when zero).
+	PolicyTimeout     time.Duration
+	PolicyConcurrency int
+	ShutdownTimeout   time.Duration
 	// ShutdownDelay is how long the server keeps serving after it is told to
 	// stop, with readiness failing, so that endpoints stop sending it requests
 	// before its listener closes; 0 stops at once.
@@ -150,10 +155,12 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	engine, err := policies.NewEngine(policies.Options{
-		Directory:  o.Config.Policies.Directory,
-		OnError:    o.Config.Policies.OnError,
-		Registerer: crmetrics.Registry,
-		Logger:     o.Logger.WithName("policies"),
+		Directory:     o.Config.Policies.Directory,
+		OnError:       o.Config.Policies.OnError,
+		Timeout:       o.PolicyTimeout,
+		MaxConcurrent: o.PolicyConcurrency,
+		Registerer:    crmetrics.Registry,
+		Logger:        o.Logger.WithName("policies"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("policy engine: %w", err)
