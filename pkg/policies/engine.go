@@ -62,6 +62,9 @@ type Engine struct {
 	metrics *Metrics
 	set     atomic.Pointer[policySet]
 
+	// recent are the inputs a new set is tried on before it serves.
+	recent canaryRing
+
 	loadMu     sync.Mutex
 	version    uint64
 	failedHash string
@@ -142,6 +145,8 @@ func (e *Engine) Version() (uint64, string) {
 // Load reads and compiles the policy directory once and swaps the new set in. A
 // set that fails to read, parse or compile is refused: the previous set (if any)
 // keeps serving, the error is logged with file and line, counted, and returned.
+// So is a set that fails at evaluation on a recent input the serving set judged
+// without error (see canary).
 // An unchanged directory is not recompiled.
 func (e *Engine) Load() error {
 	_, err := e.load(context.Background())
@@ -166,6 +171,9 @@ func (e *Engine) load(ctx context.Context) ([]string, error) {
 		}
 	}
 	set, err := buildSet(ctx, dir, snap)
+	if err == nil && e.set.Load() != nil {
+		err = e.canary(ctx, set)
+	}
 	if err != nil {
 		e.failedHash = snap.hash
 		return snap.dirs, e.refuse(err)

@@ -26,14 +26,18 @@ type Plan struct {
 	// nil subject means every policy.
 	indices []int
 	query   *rego.PreparedEvalQuery
+	// sub is the request the plan is for (nil: every policy).
+	sub *Subject
 }
 
 // Plan chooses the serving set's policies for a request. A nil subject selects
 // every policy. Before the first load the plan is not empty: its evaluation is
 // the "not loaded" failure, which policies.onError decides.
-func (e *Engine) Plan(sub *Subject) *Plan {
-	set := e.set.Load()
-	p := &Plan{engine: e, set: set}
+func (e *Engine) Plan(sub *Subject) *Plan { return e.planFor(e.set.Load(), sub) }
+
+// planFor is Plan over a given set: the serving one, or a new one on trial.
+func (e *Engine) planFor(set *policySet, sub *Subject) *Plan {
+	p := &Plan{engine: e, set: set, sub: sub}
 	if set == nil {
 		return p
 	}
@@ -100,6 +104,9 @@ func (p *Plan) Evaluate(ctx context.Context, input ast.Value) *Result {
 	start := time.Now()
 	res := p.evaluate(ctx, input)
 	p.engine.observe(res, start)
+	if len(res.Failures) == 0 && !p.Empty() && p.set != nil {
+		p.engine.recent.record(p.sub, input)
+	}
 	return res
 }
 

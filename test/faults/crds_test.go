@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -43,36 +44,39 @@ func (w *warnings) take() string {
 	return out
 }
 
-// crdFiles are the control plane's CRD files whose names contain one of the
-// groups.
+// crdFiles are the control plane's CRD files of the given API groups.
 func crdFiles(groups ...string) []string {
 	GinkgoHelper()
 	all, err := testenv.CRDFiles()
 	Expect(err).NotTo(HaveOccurred())
-	var out []string
-	for _, f := range all {
-		for _, g := range groups {
-			if strings.HasPrefix(filepath.Base(f), g+"_") {
-				out = append(out, f)
-			}
-		}
-	}
+	out := testenv.CRDFilesOf(all, groups...)
 	Expect(out).NotTo(BeEmpty())
 	return out
 }
 
-// removeCRDs deletes CRDs (and so every object of their kinds) and waits until
-// they are gone.
-func removeCRDs(files []string) {
+// serveVersion sets whether a CRD serves one of its versions: what a Kueue
+// serving another API version than kueue-guard reads looks like. (Deleting
+// CRDs would do too, but the API server's cleanup of a CRD whose storage is
+// re-initializing backs off for minutes on a busy machine.)
+func serveVersion(name, version string, served bool) {
 	GinkgoHelper()
-	start := time.Now()
-	defer func() { GinkgoWriter.Printf("CRDs deleted in %v\n", time.Since(start)) }()
-	args := []string{"delete", "--wait=true", "--timeout=90s", "--ignore-not-found"}
-	for _, f := range files {
-		args = append(args, "-f", f)
-	}
-	_, stderr, err := env.Kubectl(nil, args...)
-	Expect(err).NotTo(HaveOccurred(), stderr)
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	Eventually(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return err
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			if m := v.(map[string]any); m["name"] == version {
+				m["served"] = served
+			}
+		}
+		if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+			return err
+		}
+		return env.Client.Update(ctx, crd)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // installCRDs creates CRDs and waits until they are established.
@@ -128,9 +132,10 @@ deny contains msg if {
 }
 `
 
-// Kueue installed after kueue-guard, reinstalled, or removed: kueue-guard keeps
-// serving and says what it cannot check; when the CRDs come (back), queue
-// checks resume without a restart. The same holds for a scaled kind's CRD.
+// Kueue installed after kueue-guard, or serving another version than
+// kueue-guard reads: kueue-guard keeps serving and says what it cannot check;
+// when the CRDs come (back), queue checks resume without a restart. The same
+// holds for a scaled kind's CRD.
 var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 	var (
 		kueueCRDs, lwsCRDs []string
@@ -148,8 +153,8 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 
 	BeforeAll(func() {
 		kueueCRDs, lwsCRDs = crdFiles("kueue.x-k8s.io"), crdFiles("leaderworkerset.x-k8s.io")
-		removeCRDs(append(append([]string{}, kueueCRDs...), lwsCRDs...))
-		DeferCleanup(func() { installCRDs(append(append([]string{}, kueueCRDs...), lwsCRDs...)) })
+		_, _, err := env.Kubectl(nil, "get", "crd", "localqueues.kueue.x-k8s.io")
+		Expect(err).To(HaveOccurred(), "the suite's cluster starts without Kueue's CRDs")
 
 		cfg := config.Default()
 		cfg.InstallProfile = config.ProfileOSS
@@ -158,7 +163,6 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		// A missing LocalQueue is refused: once Kueue is back, the check shows.
 		cfg.Defaulting.MissingLocalQueue = config.MissingLocalQueueDeny
 		start := time.Now()
-		var err error
 		srv, err = env.StartServer(ctx, env.Config, cfg)
 		Expect(err).NotTo(HaveOccurred(), "kueue-guard starts without Kueue's CRDs")
 		DeferCleanup(srv.Stop)
@@ -213,10 +217,26 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	})
 
-	It("says queues are unknown again when Kueue is removed, and admits workloads with the warning", func() {
-		removeCRDs(kueueCRDs)
+	It("says queues are unknown again when Kueue's CRDs stop serving the version it reads, and resumes when they serve it again", func() {
+		kinds := []string{"localqueues", "clusterqueues", "resourceflavors", "cohorts"}
+		for _, k := range kinds {
+			serveVersion(k+".kueue.x-k8s.io", "v1beta2", false)
+		}
+		DeferCleanup(func() {
+			for _, k := range kinds {
+				serveVersion(k+".kueue.x-k8s.io", "v1beta2", true)
+			}
+		})
 		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
 		Expect(c.Create(ctx, job(), client.DryRunAll)).To(Succeed())
 		Expect(warned.take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+
+		for _, k := range kinds {
+			serveVersion(k+".kueue.x-k8s.io", "v1beta2", true)
+		}
+		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(1.0))
+		Eventually(func() error { return c.Create(ctx, job(), client.DryRunAll) }).
+			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed(), "the queue is seen again")
+		Expect(warned.take()).NotTo(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
 	})
 })

@@ -87,6 +87,20 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// CRDFilesOf picks from files the CRDs of the given API groups (the files are
+// named group_plural.yaml).
+func CRDFilesOf(files []string, groups ...string) []string {
+	var out []string
+	for _, f := range files {
+		for _, g := range groups {
+			if strings.HasPrefix(filepath.Base(f), g+"_") {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // ModuleDir is where one module's source is (at the version go.mod requires),
 // for tests that install a project's own example objects.
 func ModuleDir(module string) (string, error) {

@@ -61,13 +61,31 @@ type Env struct {
 // WebhookInstallOptions.LocalServingCertDir.
 func Start(mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
 	validating []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Env, error) {
+	return StartWithout(nil, mutating, validating)
+}
+
+// StartWithout is Start without the CRDs of the given API groups (a cluster
+// where Kueue, say, is not installed yet). CRDFilesOf lists them, to install
+// them later.
+func StartWithout(groups []string, mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Env, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
 	}
-	crds, err := CRDFiles()
+	all, err := CRDFiles()
 	if err != nil {
 		return nil, err
+	}
+	skip := map[string]bool{}
+	for _, f := range CRDFilesOf(all, groups...) {
+		skip[f] = true
+	}
+	var crds []string
+	for _, f := range all {
+		if !skip[f] {
+			crds = append(crds, f)
+		}
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: assets,

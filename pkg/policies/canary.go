@@ -1,0 +1,88 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// canarySize is how many recent inputs a new policy set is tried on before it
+// is swapped in.
+const canarySize = 64
+
+// canaryInput is one input the serving set evaluated without a failure, and
+// the request it came from (what chooses the policies that apply to it).
+type canaryInput struct {
+	sub   Subject
+	input ast.Value
+}
+
+// canaryRing holds the most recent inputs the serving set judged cleanly. It is
+// written on every evaluated request without a lock: each write replaces one
+// slot. Inputs are immutable once built, so holding them is safe.
+type canaryRing struct {
+	slots [canarySize]atomic.Pointer[canaryInput]
+	next  atomic.Uint64
+}
+
+func (r *canaryRing) record(sub *Subject, input ast.Value) {
+	if sub == nil || input == nil {
+		return
+	}
+	c := &canaryInput{sub: *sub, input: input}
+	// The label maps belong to the request and its namespace: keep copies.
+	c.sub.Labels, c.sub.NamespaceLabels = maps.Clone(sub.Labels), maps.Clone(sub.NamespaceLabels)
+	r.slots[(r.next.Add(1)-1)%canarySize].Store(c)
+}
+
+func (r *canaryRing) inputs() []*canaryInput {
+	var out []*canaryInput
+	for i := range r.slots {
+		if c := r.slots[i].Load(); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// canary evaluates a new set on the recent inputs the serving set judged
+// without a failure. A set that fails to evaluate one of them (a runtime
+// error: conflicting outputs, a type error on real data) is refused, naming
+// the policy's file and line: swapped in, it would fail every such request,
+// which policies.onError (deny by default) turns into denials of workloads
+// the serving set admits, Kueue's own updates included. Deadlines do not
+// count: under load they say more about the machine than about the set.
+func (e *Engine) canary(ctx context.Context, set *policySet) error {
+	for _, c := range e.recent.inputs() {
+		p := e.planFor(set, &c.sub)
+		if p.Empty() {
+			continue
+		}
+		res := p.evaluate(ctx, c.input)
+		for _, f := range res.Failures {
+			if f.Code != reasonEvaluation {
+				continue
+			}
+			prob := Problem{Message: fmt.Sprintf(
+				"fails at evaluation on a recent %s %s request in namespace %q, which the serving set judges without error: %s",
+				c.sub.Kind.Kind, c.sub.Operation, c.sub.Namespace, f.Reason)}
+			var te *topdown.Error
+			if errors.As(f.Err, &te) && te.Location != nil {
+				prob.File, prob.Line = filepath.Join(e.opts.Directory, te.Location.File), te.Location.Row
+			} else if f.Policy != nil && len(f.Policy.Files) > 0 {
+				prob.File = filepath.Join(e.opts.Directory, f.Policy.Files[0])
+			}
+			if f.Policy != nil {
+				prob.Message = f.Policy.ID + " " + prob.Message
+			}
+			return &LoadError{Dir: e.opts.Directory, Problems: []Problem{prob}}
+		}
+	}
+	return nil
+}

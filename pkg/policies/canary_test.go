@@ -1,0 +1,68 @@
+package policies_test
+
+import (
+	"errors"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+)
+
+// conflicting compiles, and fails at evaluation on any object with a name:
+// the function has two outputs for the same input.
+const conflicting = `f(x) := 1 if x != ""
+
+f(x) := 2 if x != ""
+
+deny contains "conflict" if f(input.object.metadata.name) == 1`
+
+var _ = Describe("trying a new set on recent inputs before it serves", func() {
+	var dir string
+	BeforeEach(func() {
+		dir = GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", `deny contains "good" if true`)})
+	})
+
+	It("refuses a set that fails at evaluation where the serving set does not, naming file and line", func() {
+		e := loadedEngine(dir)
+		Expect(messagesFor(e)()).To(ConsistOf("good"), "the serving set judges a Job")
+
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		err := e.Load()
+		var le *policies.LoadError
+		Expect(errors.As(err, &le)).To(BeTrue(), "%v", err)
+		Expect(le.Problems).To(HaveLen(1))
+		Expect(le.Problems[0].File).To(Equal(filepath.Join(dir, "p.rego")))
+		Expect(le.Problems[0].Line).To(BeNumerically(">", 0))
+		Expect(le.Problems[0].Message).To(ContainSubstring(`t.p fails at evaluation on a recent Job CREATE request in namespace "ml"`))
+		Expect(le.Problems[0].Message).To(ContainSubstring("eval_conflict_error"))
+
+		v, _ := e.Version()
+		Expect(v).To(Equal(uint64(1)), "the last good set keeps serving")
+		Expect(messagesFor(e)()).To(ConsistOf("good"))
+		Expect(metricValue(e.Metrics().LoadErrors)).To(Equal(1.0))
+	})
+
+	It("takes the same set as the first one: with nothing serving, nothing is lost", func() {
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		e := loadedEngine(dir)
+		v, _ := e.Version()
+		Expect(v).To(Equal(uint64(1)))
+	})
+
+	It("tries only the policies that apply to each recent request", func() {
+		e := loadedEngine(dir)
+		Expect(messagesFor(e)()).To(ConsistOf("good"))
+		// The broken policy applies to RayJobs only; the recent input is a Job.
+		writeFiles(dir, map[string]string{"p.rego": `# METADATA
+# custom:
+#   match:
+#     kinds: [{apiGroups: [ray.io], kinds: [RayJob]}]
+package t.p
+
+` + conflicting + "\n"})
+		Expect(e.Load()).To(Succeed())
+	})
+})
