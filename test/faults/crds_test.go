@@ -236,7 +236,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		}
 		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(1.0))
 		Eventually(func() error { return c.Create(ctx, job(), client.DryRunAll) }).
-			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed(), "the queue is seen again")
+			WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the queue is seen again")
 		Expect(warned.take()).NotTo(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
 	})
 })
