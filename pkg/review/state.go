@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -97,26 +98,6 @@ func (s *State) FromManifests(kind, namespace, name string) bool {
 
 func stateKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
 
-// stateKinds are the kinds a state holds, by group and kind.
-var stateKinds = map[schema.GroupKind]bool{
-	{Group: "", Kind: "Namespace"}:                                   true,
-	{Group: "", Kind: "ConfigMap"}:                                   true,
-	{Group: "", Kind: "LimitRange"}:                                  true,
-	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     true,
-	{Group: "apps", Kind: "Deployment"}:                              true,
-	{Group: kueueGroup, Kind: "LocalQueue"}:                          true,
-	{Group: kueueGroup, Kind: "ClusterQueue"}:                        true,
-	{Group: kueueGroup, Kind: "ResourceFlavor"}:                      true,
-	{Group: kueueGroup, Kind: "WorkloadPriorityClass"}:               true,
-	{Group: kueueGroup, Kind: "Cohort"}:                              true,
-	{Group: trainerGroup, Kind: workload.ClusterTrainingRuntimeKind}: true,
-	{Group: trainerGroup, Kind: workload.TrainingRuntimeKind}:        true,
-}
-
-// trainerGroup is Kubeflow Trainer's API group: Kueue builds a TrainJob's pod
-// sets from the (Cluster)TrainingRuntime it names.
-const trainerGroup = "trainer.kubeflow.org"
-
 // manifestStateKinds are the kinds that join the state when they appear in the
 // reviewed manifests, so that a pull request adding a namespace, its queues and
 // its jobs is reviewed as a whole. Deployments and ConfigMaps do not: a
@@ -133,6 +114,20 @@ var manifestStateKinds = map[schema.GroupKind]bool{
 	{Group: trainerGroup, Kind: workload.ClusterTrainingRuntimeKind}: true,
 	{Group: trainerGroup, Kind: workload.TrainingRuntimeKind}:        true,
 }
+
+// stateKinds are the kinds a state holds, by group and kind: those of
+// manifestStateKinds, Kueue's ConfigMap, RuntimeClasses and Deployments.
+var stateKinds = func() map[schema.GroupKind]bool {
+	m := maps.Clone(manifestStateKinds)
+	m[schema.GroupKind{Group: "", Kind: "ConfigMap"}] = true
+	m[schema.GroupKind{Group: "node.k8s.io", Kind: "RuntimeClass"}] = true
+	m[schema.GroupKind{Group: "apps", Kind: "Deployment"}] = true
+	return m
+}()
+
+// trainerGroup is Kubeflow Trainer's API group: Kueue builds a TrainJob's pod
+// sets from the (Cluster)TrainingRuntime it names.
+const trainerGroup = "trainer.kubeflow.org"
 
 // IsManifestStateKind reports whether objects of this kind in the reviewed
 // manifests join the cluster state.

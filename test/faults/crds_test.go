@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -23,26 +22,6 @@ import (
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
-
-// warnings collects the API server's warning headers.
-type warnings struct {
-	mu   sync.Mutex
-	seen []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = append(w.seen, text)
-}
-
-func (w *warnings) take() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := strings.Join(w.seen, "\n")
-	w.seen = nil
-	return out
-}
 
 // crdFiles are the control plane's CRD files of the given API groups.
 func crdFiles(groups ...string) []string {
@@ -141,7 +120,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		kueueCRDs, lwsCRDs []string
 		srv                *testenv.Server
 		c                  client.Client
-		warned             *warnings
+		warned             *testenv.Warnings
 		ns                 string
 	)
 	served := func() float64 {
@@ -168,7 +147,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		DeferCleanup(srv.Stop)
 		AddReportEntry("Kueue's CRDs absent at start", fmt.Sprintf("ready in %v", time.Since(start).Round(10*time.Millisecond)))
 
-		warned = &warnings{}
+		warned = &testenv.Warnings{}
 		restCfg := rest.CopyConfig(env.Config)
 		restCfg.WarningHandler = warned
 		c, err = client.New(restCfg, client.Options{Scheme: env.Client.Scheme()})
@@ -181,7 +160,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 	It("admits a queued workload with the queues_unknown warning while Kueue is absent", func() {
 		Eventually(served).WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
 		Expect(c.Create(ctx, job(), client.DryRunAll)).To(Succeed())
-		Expect(warned.take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+		Expect(warned.Take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
 	})
 
 	It("resumes queue checks when Kueue's CRDs are installed, without a restart", func() {
@@ -195,7 +174,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}})).To(Succeed())
 		Eventually(func() error { return c.Create(ctx, job(), client.DryRunAll) }).
 			WithTimeout(10 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-		warned.take()
+		warned.Take()
 	})
 
 	It("judges the scale of a LeaderWorkerSet once its CRD appears", func() {
@@ -229,7 +208,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		})
 		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(BeZero())
 		Expect(c.Create(ctx, job(), client.DryRunAll)).To(Succeed())
-		Expect(warned.take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+		Expect(warned.Take()).To(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
 
 		for _, k := range kinds {
 			serveVersion(k+".kueue.x-k8s.io", "v1beta2", true)
@@ -237,6 +216,6 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		Eventually(served).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Equal(1.0))
 		Eventually(func() error { return c.Create(ctx, job(), client.DryRunAll) }).
 			WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(Succeed(), "the queue is seen again")
-		Expect(warned.take()).NotTo(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
+		Expect(warned.Take()).NotTo(ContainSubstring(`kueue-guard cannot read Kueue's queues`))
 	})
 })

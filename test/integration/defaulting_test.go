@@ -176,7 +176,7 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 		obj := fixtures.Job(ns, "orphan-2").Obj()
 		Expect(c.Create(ctx, obj)).To(Succeed())
 		Expect(queueOf(obj)).To(Equal("missing"))
-		Expect(warnings.all()).To(ContainSubstring(`LocalQueue "missing" not found`))
+		Expect(warnings.All()).To(ContainSubstring(`LocalQueue "missing" not found`))
 	})
 
 	Context("with the gpu-jobs rule (team=ml, requests nvidia.com/gpu → gpu)", func() {

@@ -124,7 +124,7 @@ var _ = Describe("guardrails under the managed profile", func() {
 	It("warns about a queue that does not exist", func() {
 		c, warnings := clientWithWarnings()
 		Expect(c.Create(ctx, fixtures.Job(ns, "lost").Queue("nope").Obj())).To(Succeed())
-		Expect(warnings.all()).To(ContainSubstring(`LocalQueue "nope" not found in namespace`))
+		Expect(warnings.All()).To(ContainSubstring(`LocalQueue "nope" not found in namespace`))
 	})
 
 	Describe("the Kueue singleton", func() {

@@ -16,12 +16,13 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // tenantWithWarnings is a client acting as a namespace user whose admission
 // warnings the test reads.
-func tenantWithWarnings() (client.Client, *warningCollector) {
-	w := &warningCollector{}
+func tenantWithWarnings() (client.Client, *testenv.Warnings) {
+	w := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = w
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:masters", "system:authenticated"}}
@@ -84,7 +85,7 @@ var _ = Describe("following Kueue's managed namespaces", Ordered, func() {
 		}).WithTimeout(15 * time.Second).Should(Succeed())
 		Expect(c.Create(ctx, pod)).To(Succeed())
 		Expect(queueOf(k8sClient, pod)).To(BeEmpty())
-		Expect(warnings.all()).To(ContainSubstring(`Kueue does not manage Pods in namespace "` + plain + `"`))
+		Expect(warnings.All()).To(ContainSubstring(`Kueue does not manage Pods in namespace "` + plain + `"`))
 
 		By("where Kueue manages pods, the same Pod is defaulted")
 		inside := fixtures.Pod(managed, "inside").Obj()
@@ -95,13 +96,13 @@ var _ = Describe("following Kueue's managed namespaces", Ordered, func() {
 	It("warns that a labelled Pod Kueue ignores runs outside quota", func() {
 		c, warnings := tenantWithWarnings()
 		Expect(c.Create(ctx, fixtures.Pod(plain, "labelled").Queue("q").Obj(), client.DryRunAll)).To(Succeed())
-		Expect(warnings.all()).To(ContainSubstring("runs outside quota"))
+		Expect(warnings.All()).To(ContainSubstring("runs outside quota"))
 	})
 
 	It("admits an unqueued Job Kueue holds (manageJobsWithoutQueueName), and denies it where Kueue does not hold it", func() {
 		c, warnings := tenantWithWarnings()
 		Expect(c.Create(ctx, fixtures.Job(bare, "held").Obj(), client.DryRunAll)).To(Succeed())
-		Expect(warnings.all()).To(ContainSubstring("Kueue holds it (manageJobsWithoutQueueName)"))
+		Expect(warnings.All()).To(ContainSubstring("Kueue holds it (manageJobsWithoutQueueName)"))
 
 		unmanaged := namespace(map[string]string{"strict": "true"}, nil)
 		invalid(c.Create(ctx, fixtures.Job(unmanaged, "loose").Obj(), client.DryRunAll),
@@ -118,6 +119,6 @@ var _ = Describe("following Kueue's managed namespaces", Ordered, func() {
 		unstructured.RemoveNestedField(rj.Object, "spec", "rayClusterSpec")
 		Expect(c.Create(ctx, rj)).To(Succeed())
 		Expect(queueOf(k8sClient, rj)).To(BeEmpty())
-		Expect(warnings.all()).To(ContainSubstring("spec.clusterSelector"))
+		Expect(warnings.All()).To(ContainSubstring("spec.clusterSelector"))
 	})
 })

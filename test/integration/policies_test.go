@@ -153,7 +153,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 	It("admits an 8-GPU job, and warns when the queue's usage leaves less free", func() {
 		c, warnings := clientWithWarnings()
 		Expect(c.Create(ctx, gpuJob(ns, "fits", 4, 2).Obj())).To(Succeed())
-		Expect(warnings.all()).NotTo(ContainSubstring("free now"))
+		Expect(warnings.All()).NotTo(ContainSubstring("free now"))
 
 		cq := &kueue.ClusterQueue{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "cq"}, cq)).To(Succeed())
@@ -164,7 +164,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 		Eventually(func(g Gomega) {
 			c, warnings := clientWithWarnings()
 			g.Expect(c.Create(ctx, gpuJob(ns, "fits-later", 4, 2).Obj(), client.DryRunAll)).To(Succeed())
-			g.Expect(warnings.all()).To(ContainSubstring(
+			g.Expect(warnings.All()).To(ContainSubstring(
 				`[kueue_guard.fits_cluster_queue] requests 8 nvidia.com/gpu but ClusterQueue "cq" has 5 free now: it may wait for quota`))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})

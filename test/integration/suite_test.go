@@ -6,7 +6,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -126,30 +125,9 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// warningCollector is a rest.WarningHandler that keeps what the API server sent.
-type warningCollector struct {
-	mu       sync.Mutex
-	warnings []string
-}
-
-func (w *warningCollector) HandleWarningHeader(code int, _ string, text string) {
-	if code != 299 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.warnings = append(w.warnings, text)
-}
-
-func (w *warningCollector) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.warnings, "\n")
-}
-
 // clientWithWarnings returns a client whose warnings the test can read.
-func clientWithWarnings() (client.Client, *warningCollector) {
-	w := &warningCollector{}
+func clientWithWarnings() (client.Client, *testenv.Warnings) {
+	w := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandler = w
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
