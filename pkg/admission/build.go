@@ -29,6 +29,7 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		return nil, err
 	}
 	validating := []ValidationStep{
+		ObjectShape{},
 		OwnerGuard{},
 		NewBackstop(queuePolicy),
 		LabelConsistency{},

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
@@ -119,6 +120,24 @@ var _ = Describe("guardrails under the managed profile", func() {
 		Expect(unstructured.SetNestedField(job.Object, true, "spec", "suspend")).To(Succeed())
 		job.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "other"})
 		Expect(k8sClient.Update(ctx, job)).To(Succeed())
+	})
+
+	// A tenant builds an object whose every walk is expensive: nested maps
+	// inside an AppWrapper's wrapped object, which the API server keeps as is.
+	It("denies an absurdly nested object before anything walks it", func() {
+		aw := fixtures.AppWrapper(ns, "deep").Queue("lq").Obj()
+		leaf := map[string]any{}
+		deep := leaf
+		for range admission.MaxObjectDepth {
+			next := map[string]any{}
+			leaf["x"] = next
+			leaf = next
+		}
+		comps, _, _ := unstructured.NestedSlice(aw.Object, "spec", "components")
+		comps[0].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["x"] = deep
+		Expect(unstructured.SetNestedSlice(aw.Object, comps, "spec", "components")).To(Succeed())
+		err := k8sClient.Create(ctx, aw, client.DryRunAll)
+		Expect(err).To(MatchError(ContainSubstring(`[kueue_guard.object_too_complex] AppWrapper "deep" is nested more than 100 levels deep`)))
 	})
 
 	It("warns about a queue that does not exist", func() {
