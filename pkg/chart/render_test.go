@@ -1,7 +1,10 @@
 package chart_test
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -601,6 +604,39 @@ var _ = Describe("HA off", func() {
 		aff := r.deployment().Spec.Template.Spec.Affinity
 		Expect(aff.PodAntiAffinity).To(BeNil())
 		Expect(aff.NodeAffinity).NotTo(BeNil())
+	})
+})
+
+var _ = Describe("the values schema", func() {
+	It("offers exactly the built-ins the policy engine lets an admin opt into", func() {
+		raw, err := os.ReadFile(filepath.Join(kg.Dir, "values.schema.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var schema struct {
+			Properties struct {
+				Config struct {
+					Properties struct {
+						Policies struct {
+							Properties struct {
+								AllowBuiltins struct {
+									Items struct {
+										Enum []string `json:"enum"`
+									} `json:"items"`
+								} `json:"allowBuiltins"`
+							} `json:"properties"`
+						} `json:"policies"`
+					} `json:"properties"`
+				} `json:"config"`
+			} `json:"properties"`
+		}
+		Expect(json.Unmarshal(raw, &schema)).To(Succeed())
+		Expect(schema.Properties.Config.Properties.Policies.Properties.AllowBuiltins.Items.Enum).To(ConsistOf(policies.OptInBuiltins()))
+	})
+
+	It("carries the opted-in built-ins into the configuration file", func() {
+		cm := typed[*corev1.ConfigMap](render(`config: {policies: {allowBuiltins: [time.now_ns]}}`).get("ConfigMap", "kueue-guard-config"))
+		cfg, err := config.Decode([]byte(cm.Data["config.yaml"]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg.Policies.AllowBuiltins).To(Equal([]string{"time.now_ns"}))
 	})
 })
 

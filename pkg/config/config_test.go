@@ -239,6 +239,9 @@ var _ = Describe("Validate", func() {
 			"trust.controllers[7]: Duplicate value"}, "must not contain quotes"),
 		Entry("bad policies.onError", func(c *config.Configuration) { c.Policies.OnError = "ignore" },
 			[]string{"policies.onError: Unsupported value"}, `supported values: "deny", "allow"`),
+		Entry("empty and duplicate policies.allowBuiltins", func(c *config.Configuration) {
+			c.Policies.AllowBuiltins = []string{"time.now_ns", "", "time.now_ns"}
+		}, []string{"policies.allowBuiltins[1]: Required value", "policies.allowBuiltins[2]: Duplicate value"}, ""),
 		Entry("unset enums are unsupported, not silently defaulted", func(c *config.Configuration) {
 			c.InstallProfile = ""
 			c.Policies.OnError = ""

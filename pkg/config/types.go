@@ -221,6 +221,12 @@ type Policies struct {
 	Directory string `json:"directory,omitempty"`
 	// OnError decides whether an evaluation failure rejects or admits the request.
 	OnError OnError `json:"onError,omitempty"`
+	// AllowBuiltins are Rego built-ins policies may call beyond the
+	// deterministic, bounded ones always offered: the clock, randomness and
+	// unbounded generators (time.now_ns, rand.intn, uuid.rfc4122, numbers.range,
+	// numbers.range_step, net.cidr_expand). With them the webhook and a later
+	// review may disagree. Network built-ins are never offered.
+	AllowBuiltins []string `json:"allowBuiltins,omitempty"`
 }
 
 // Selector returns the rule's namespace selector, treating a nil selector as "every namespace"

@@ -225,6 +225,16 @@ func validatePolicies(p *Policies) field.ErrorList {
 	if p.OnError != OnErrorDeny && p.OnError != OnErrorAllow {
 		errs = append(errs, field.NotSupported(onErrorPath, p.OnError, []OnError{OnErrorDeny, OnErrorAllow}))
 	}
+	seen := map[string]bool{}
+	for i, b := range p.AllowBuiltins {
+		switch {
+		case b == "":
+			errs = append(errs, field.Required(policiesPath.Child("allowBuiltins").Index(i), "a built-in's name"))
+		case seen[b]:
+			errs = append(errs, field.Duplicate(policiesPath.Child("allowBuiltins").Index(i), b))
+		}
+		seen[b] = true
+	}
 	return errs
 }
 

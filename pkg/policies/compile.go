@@ -16,6 +16,8 @@ type compiled struct {
 	compiler *ast.Compiler
 	store    storage.Store
 	modules  map[string]*ast.Module
+	// caps are the capabilities it was compiled with; queries use the same.
+	caps *ast.Capabilities
 }
 
 // regoVersion is the only Rego syntax accepted: v1 (if, contains, :=).
@@ -23,12 +25,12 @@ const regoVersion = ast.RegoV1
 
 // parseSnapshot parses every file of a snapshot: Rego modules (with their METADATA
 // annotations) and data documents, each at its directory's path under data.
-func parseSnapshot(dir string, snap *snapshot) (map[string]*ast.Module, storage.Store, error) {
+func parseSnapshot(dir string, snap *snapshot, caps *ast.Capabilities) (map[string]*ast.Module, storage.Store, error) {
 	res, err := loader.NewFileLoader().
 		WithFS(snap.files).
 		WithRegoVersion(regoVersion).
 		WithProcessAnnotation(true).
-		WithCapabilities(Capabilities()).
+		WithCapabilities(caps).
 		Filtered([]string{"."}, nil)
 	if err != nil {
 		return nil, nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
@@ -54,8 +56,8 @@ func newCompiler(caps *ast.Capabilities, printStatements bool) *ast.Compiler {
 
 // compileSnapshot parses and compiles a snapshot. Data documents that overlap a
 // rule's path are refused here, not at evaluation.
-func compileSnapshot(ctx context.Context, dir string, snap *snapshot) (*compiled, error) {
-	modules, store, err := parseSnapshot(dir, snap)
+func compileSnapshot(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities) (*compiled, error) {
+	modules, store, err := parseSnapshot(dir, snap, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -64,9 +66,9 @@ func compileSnapshot(ctx context.Context, dir string, snap *snapshot) (*compiled
 		return nil, fmt.Errorf("opening policy data: %w", err)
 	}
 	defer store.Abort(ctx, txn)
-	compiler := newCompiler(Capabilities(), false).WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
+	compiler := newCompiler(caps, false).WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
 	if compiler.Compile(modules); compiler.Failed() {
 		return nil, &LoadError{Dir: dir, Problems: problems(dir, compiler.Errors)}
 	}
-	return &compiled{compiler: compiler, store: store, modules: modules}, nil
+	return &compiled{compiler: compiler, store: store, modules: modules, caps: caps}, nil
 }

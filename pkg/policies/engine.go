@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -47,6 +48,9 @@ type Options struct {
 	// Resync is how often the watcher re-reads the directory regardless of events;
 	// negative disables it.
 	Resync time.Duration
+	// AllowBuiltins are built-ins of OptInBuiltins the admin allows policies to
+	// call (policies.allowBuiltins).
+	AllowBuiltins []string
 	// Registerer receives the engine's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
 	// Logger receives load results and refused sets; the zero Logger discards.
@@ -58,6 +62,7 @@ type Options struct {
 // against one version.
 type Engine struct {
 	opts    Options
+	caps    *ast.Capabilities
 	sem     chan struct{}
 	metrics *Metrics
 	set     atomic.Pointer[policySet]
@@ -96,11 +101,15 @@ func NewEngine(o Options) (*Engine, error) {
 	if o.Resync == 0 {
 		o.Resync = DefaultResync
 	}
+	caps, err := Capabilities(o.AllowBuiltins...)
+	if err != nil {
+		return nil, fmt.Errorf("policies.allowBuiltins: %w", err)
+	}
 	m, err := NewMetrics(o.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("registering policy metrics: %w", err)
 	}
-	return &Engine{opts: o, sem: make(chan struct{}, o.MaxConcurrent), metrics: m}, nil
+	return &Engine{opts: o, caps: caps, sem: make(chan struct{}, o.MaxConcurrent), metrics: m}, nil
 }
 
 // OnError is the configured failure mode, for the step and for reports.
@@ -170,7 +179,7 @@ func (e *Engine) load(ctx context.Context) ([]string, error) {
 			return snap.dirs, *p
 		}
 	}
-	set, err := buildSet(ctx, dir, snap)
+	set, err := buildSet(ctx, dir, snap, e.caps)
 	if err == nil && e.set.Load() != nil {
 		err = e.canary(ctx, set)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -92,15 +93,25 @@ func problems(dir string, err error) []Problem {
 	return out
 }
 
-// explain adds the reason to "undefined function http.send": the function exists
-// in OPA, it is disabled here on purpose.
+// explain adds the reason to "undefined function time.now_ns": the function
+// exists in OPA, and kueue-guard does not offer it on purpose.
 func explain(msg string) string {
-	for _, b := range disabledBuiltins {
-		if strings.Contains(msg, "undefined function "+b) {
-			return msg + " (" + b + " is disabled in kueue-guard policies: policies cannot reach the network or the runtime environment)"
-		}
+	const undefined = "undefined function "
+	i := strings.Index(msg, undefined)
+	if i < 0 {
+		return msg
 	}
-	return msg
+	name := msg[i+len(undefined):]
+	if j := strings.IndexAny(name, " \n:"); j >= 0 {
+		name = name[:j]
+	}
+	if !ast.CapabilitiesForThisVersion().ContainsBuiltin(name) {
+		return msg
+	}
+	if slices.Contains(optInBuiltins, name) {
+		return msg + " (" + name + " is not deterministic or not bounded, so kueue-guard offers it only when an admin lists it in policies.allowBuiltins)"
+	}
+	return msg + " (" + name + " is not offered to kueue-guard policies: they cannot reach the network or the runtime environment, and call only deterministic, bounded built-ins)"
 }
 
 // errNoDir is returned when no policy directory is configured.

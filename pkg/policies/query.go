@@ -111,7 +111,7 @@ func prepare(ctx context.Context, c *compiled, query string) (rego.PreparedEvalQ
 		rego.ParsedQuery(body),
 		rego.Compiler(c.compiler),
 		rego.Store(c.store),
-		rego.Capabilities(Capabilities()),
+		rego.Capabilities(c.caps),
 		rego.StrictBuiltinErrors(true),
 		rego.SetRegoVersion(regoVersion),
 		rego.GenerateJSON(asTerm),
@@ -119,8 +119,8 @@ func prepare(ctx context.Context, c *compiled, query string) (rego.PreparedEvalQ
 }
 
 // buildSet compiles a snapshot and prepares its combined query.
-func buildSet(ctx context.Context, dir string, snap *snapshot) (*policySet, error) {
-	c, err := compileSnapshot(ctx, dir, snap)
+func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities) (*policySet, error) {
+	c, err := compileSnapshot(ctx, dir, snap, caps)
 	if err != nil {
 		return nil, err
 	}

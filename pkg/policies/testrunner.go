@@ -47,6 +47,9 @@ type TestOptions struct {
 	// every test passes. OPA's tester cannot trace while it measures coverage, so
 	// failures are reported without the line that failed.
 	Coverage bool
+	// AllowBuiltins are the opted-in built-ins (policies.allowBuiltins), as the
+	// server offers them.
+	AllowBuiltins []string
 }
 
 // RunTests runs the Rego tests (rules named test_*) under dir, the policies and
@@ -73,7 +76,11 @@ func RunTests(ctx context.Context, dir string, w io.Writer, o TestOptions) (pass
 	if err != nil {
 		return false, err
 	}
-	modules, store, err := parseSnapshot(dir, snap)
+	caps, err := Capabilities(o.AllowBuiltins...)
+	if err != nil {
+		return false, err
+	}
+	modules, store, err := parseSnapshot(dir, snap, caps)
 	if err != nil {
 		return false, err
 	}
@@ -84,7 +91,7 @@ func RunTests(ctx context.Context, dir string, w io.Writer, o TestOptions) (pass
 	defer store.Abort(ctx, txn)
 
 	// The tester adds its own stages to the compiler and compiles the modules.
-	compiler := newCompiler(Capabilities(), true).WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
+	compiler := newCompiler(caps, true).WithPathConflictsCheck(storage.NonEmpty(ctx, store, txn))
 	runner := tester.NewRunner().
 		SetCompiler(compiler).
 		SetStore(store).

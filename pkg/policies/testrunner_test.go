@@ -186,7 +186,16 @@ test_over if {
 		Expect(errors.As(err, &le)).To(BeTrue(), "%v", err)
 		Expect(le.Problems[0].File).To(Equal(filepath.Join(dir, "p_test.rego")))
 		Expect(le.Problems[0].Line).To(Equal(4))
-		Expect(le.Problems[0].Message).To(ContainSubstring("http.send is disabled"))
+		Expect(le.Problems[0].Message).To(ContainSubstring("http.send is not offered"))
+	})
+
+	It("offers an opted-in built-in only when asked to, as the server does", func() {
+		writeFiles(dir, map[string]string{"p_test.rego": "package t.p_test\n\ntest_clock if time.now_ns() > 0\n"})
+		_, err := policies.RunTests(context.Background(), dir, &out, policies.TestOptions{})
+		Expect(err).To(MatchError(ContainSubstring("time.now_ns is not deterministic or not bounded")))
+		passed, err := policies.RunTests(context.Background(), dir, &out, policies.TestOptions{AllowBuiltins: []string{"time.now_ns"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(passed).To(BeTrue(), out.String())
 	})
 
 	It("fails when there is no test", func() {

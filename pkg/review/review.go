@@ -131,7 +131,8 @@ func (r *reviewer) build() error {
 	var steps []admission.ValidationStep
 	r.policies = map[string]*policies.Policy{}
 	if r.opts.PolicyDir != "" {
-		engine, err := policies.NewEngine(policies.Options{Directory: r.opts.PolicyDir, OnError: cfg.Policies.OnError, Resync: -1})
+		engine, err := policies.NewEngine(policies.Options{Directory: r.opts.PolicyDir, OnError: cfg.Policies.OnError,
+			AllowBuiltins: cfg.Policies.AllowBuiltins, Resync: -1})
 		if err != nil {
 			return &SetupError{Err: fmt.Errorf("policies: %w", err)}
 		}

@@ -157,6 +157,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	engine, err := policies.NewEngine(policies.Options{
 		Directory:     o.Config.Policies.Directory,
 		OnError:       o.Config.Policies.OnError,
+		AllowBuiltins: o.Config.Policies.AllowBuiltins,
 		Timeout:       o.PolicyTimeout,
 		MaxConcurrent: o.PolicyConcurrency,
 		Registerer:    crmetrics.Registry,
