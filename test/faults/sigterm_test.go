@@ -28,6 +28,9 @@ import (
 // request after propagation (the time a cluster takes to drop a replica that
 // is not ready from the endpoints the API server uses).
 type load struct {
+	// pause, when set, is each worker's wait between requests: a steady load
+	// instead of as fast as the server answers.
+	pause                   time.Duration
 	sent, failed, afterTerm atomic.Int64
 	terminated              atomic.Bool
 	stop                    atomic.Bool
@@ -67,6 +70,7 @@ func (l *load) run(url, probe string, workers int, propagation time.Duration) (w
 					v, _ := l.errs.LoadOrStore(err.Error(), new(atomic.Int64))
 					v.(*atomic.Int64).Add(1)
 				}
+				time.Sleep(l.pause)
 			}
 		})
 	}
