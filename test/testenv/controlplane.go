@@ -637,6 +637,12 @@ func ensureKueueMetricsCert() error {
 
 // writeServingCert writes tls.crt and tls.key, signed by a new CA, into dir and
 // returns the CA's PEM.
+// WriteServingCert writes a new CA's serving certificate for ips and names into
+// dir (tls.crt, tls.key) and returns the CA's PEM: a certificate rotation.
+func WriteServingCert(dir string, ips []net.IP, names []string) ([]byte, error) {
+	return writeServingCert(dir, ips, names)
+}
+
 func writeServingCert(dir string, ips []net.IP, names []string) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
