@@ -70,6 +70,6 @@ var _ = Describe("the serving certificate replaced under steady load", func() {
 			"new handshakes got the new certificate %v after it was written; %d AdmissionReviews sent, %d after the swap, %d failed %v; the server never restarted",
 			pickedUp.Round(time.Millisecond), l.sent.Load(), l.sent.Load()-atSwap, l.failed.Load(), l.errors()))
 		Expect(l.failed.Load()).To(BeZero(), "failed: %v", l.errors())
-		Consistently(srv.Done()).WithTimeout(100 * time.Millisecond).ShouldNot(Receive(), "no restart")
+		Consistently(srv.Done()).WithTimeout(100*time.Millisecond).ShouldNot(Receive(), "no restart")
 	})
 })
