@@ -64,39 +64,39 @@ func (ObjectShape) Validate(_ context.Context, req *Request, t Target, _ cluster
 	return nil
 }
 
-// measure walks v breadth-first, without recursion, and stops as soon as it is
+// measure walks v depth-first, without recursion, and stops as soon as it is
 // deeper than maxDepth or holds more than maxValues values; ok says it is
-// within both. depth is the deepest level seen, values the values counted.
+// within both. depth is the deepest level seen, values the values counted
+// (children are counted when they are pushed, so one wide map cannot grow the
+// stack past the bound, and the stack holds one path's siblings, not a level).
 func measure(v any, maxDepth, maxValues int) (depth, values int, ok bool) {
 	type node struct {
 		v     any
 		depth int
 	}
-	queue := []node{{v, 1}}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		values++
+	stack := []node{{v, 1}}
+	values = 1
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		depth = max(depth, n.depth)
-		if depth > maxDepth || values > maxValues {
+		if depth > maxDepth {
 			return depth, values, false
 		}
-		// Children are counted before they are queued, so that one wide map
-		// cannot grow the queue past the bound.
 		switch c := n.v.(type) {
 		case map[string]any:
-			if values+len(queue)+len(c) > maxValues {
-				return depth, values + len(queue) + len(c), false
+			if values += len(c); values > maxValues {
+				return depth, values, false
 			}
 			for _, e := range c {
-				queue = append(queue, node{e, n.depth + 1})
+				stack = append(stack, node{e, n.depth + 1})
 			}
 		case []any:
-			if values+len(queue)+len(c) > maxValues {
-				return depth, values + len(queue) + len(c), false
+			if values += len(c); values > maxValues {
+				return depth, values, false
 			}
 			for _, e := range c {
-				queue = append(queue, node{e, n.depth + 1})
+				stack = append(stack, node{e, n.depth + 1})
 			}
 		}
 	}

@@ -13,8 +13,14 @@ import (
 )
 
 // canarySize is how many recent inputs a new policy set is tried on before it
-// is swapped in.
-const canarySize = 64
+// is swapped in, and canaryMaxObject the largest object (its JSON, in bytes)
+// kept among them: an input costs several times its object, and a few large
+// ones would otherwise pin hundreds of megabytes. Real Jobs and JobSets are a
+// few kilobytes.
+const (
+	canarySize      = 64
+	canaryMaxObject = 32 << 10
+)
 
 // canaryInput is one input the serving set evaluated without a failure, and
 // the request it came from (what chooses the policies that apply to it).
@@ -32,7 +38,7 @@ type canaryRing struct {
 }
 
 func (r *canaryRing) record(sub *Subject, input ast.Value) {
-	if sub == nil || input == nil {
+	if sub == nil || input == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
 		return
 	}
 	c := &canaryInput{sub: *sub, input: input}

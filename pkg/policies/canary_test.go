@@ -3,11 +3,13 @@ package policies_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
 // conflicting compiles, and fails at evaluation on any object with a name:
@@ -43,6 +45,15 @@ var _ = Describe("trying a new set on recent inputs before it serves", func() {
 		Expect(v).To(Equal(uint64(1)), "the last good set keeps serving")
 		Expect(messagesFor(e)()).To(ConsistOf("good"))
 		Expect(metricValue(e.Metrics().LoadErrors)).To(Equal(1.0))
+	})
+
+	It("keeps no large object among the recent inputs, so none is tried on it", func() {
+		e := loadedEngine(dir)
+		big := fixtures.Job("ml", "j").Queue("lq").Obj()
+		big.SetAnnotations(map[string]string{"padding": strings.Repeat("x", 64<<10)})
+		Expect(validate(e, createRequest(big), snapshot()).Violations).To(HaveLen(1), "the serving set judges it")
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		Expect(e.Load()).To(Succeed(), "a 64 KiB object is not kept: it would pin memory")
 	})
 
 	It("takes the same set as the first one: with nothing serving, nothing is lost", func() {

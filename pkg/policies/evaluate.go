@@ -135,8 +135,7 @@ func (e *Engine) inputFailure(err error) *Result {
 func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 	e, set := p.engine, p.set
 	if set == nil {
-		return &Result{Failures: []Failure{{Reason: "no policy set has been loaded from " + e.opts.Directory + " yet",
-			Code: reasonNotLoaded, Err: errors.New("no policy set loaded")}}}
+		return notLoaded(e)
 	}
 	if len(p.indices) == 0 {
 		return &Result{}
@@ -144,17 +143,69 @@ func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
+	release, failure := e.acquire(ctx, start)
+	if failure != nil {
+		return &Result{Failures: []Failure{*failure}}
+	}
+	defer release()
+	return p.evalInSlot(ctx, input, start)
+}
+
+// EvaluateBuilt is Evaluate on an input that build makes once the request holds
+// an evaluation slot: the summary and the input (several times the object's
+// size in memory) are then bounded by the slots, not by the requests in
+// flight. An error from build is the "cannot read the workload" failure.
+func (p *Plan) EvaluateBuilt(ctx context.Context, build func() (ast.Value, error)) *Result {
+	e := p.engine
+	if p.set == nil || len(p.indices) == 0 {
+		return p.Evaluate(ctx, nil)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	release, failure := e.acquire(ctx, start)
+	if failure != nil {
+		res := &Result{Failures: []Failure{*failure}}
+		e.observe(res, start)
+		return res
+	}
+	defer release()
+	input, err := build()
+	if err != nil {
+		return e.inputFailure(err)
+	}
+	res := p.evalInSlot(ctx, input, start)
+	e.observe(res, start)
+	if len(res.Failures) == 0 {
+		e.recent.record(p.sub, input)
+	}
+	return res
+}
+
+func notLoaded(e *Engine) *Result {
+	return &Result{Failures: []Failure{{Reason: "no policy set has been loaded from " + e.opts.Directory + " yet",
+		Code: reasonNotLoaded, Err: errors.New("no policy set loaded")}}}
+}
+
+// acquire takes an evaluation slot within ctx; the failure says why it could
+// not.
+func (e *Engine) acquire(ctx context.Context, start time.Time) (release func(), failure *Failure) {
 	select {
 	case e.sem <- struct{}{}:
 	default:
 		select {
 		case e.sem <- struct{}{}:
 		case <-ctx.Done():
-			return &Result{Failures: []Failure{e.contextFailure(ctx, start, true)}}
+			f := e.contextFailure(ctx, start, true)
+			return nil, &f
 		}
 	}
-	defer func() { <-e.sem }()
+	return func() { <-e.sem }, nil
+}
 
+// evalInSlot evaluates the plan's policies on input; the caller holds a slot.
+func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time) *Result {
+	e, set := p.engine, p.set
 	query := p.query
 	if query == nil {
 		if q, ok := set.subset(p.indices); ok && q.err == nil {

@@ -2,6 +2,7 @@ package policies_test
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -124,6 +125,34 @@ var _ = Describe("Evaluating", func() {
 		Expect(r.Failures).To(HaveLen(1))
 		Expect(r.Failures[0].Code).To(Equal("cancelled"))
 		Expect(e.SlotsInUse()).To(BeZero())
+	})
+
+	It("builds a request's input only once it holds a slot, so that waiting requests hold no input", func() {
+		writeFiles(dir, map[string]string{"slow.rego": policy("t.slow", "", slowPolicy)})
+		e := loadedEngine(dir, slowBuiltins, func(o *policies.Options) {
+			o.MaxConcurrent = 1
+			o.Timeout = time.Minute
+		})
+		busyCtx, stopBusy := context.WithCancel(context.Background())
+		defer stopBusy()
+		go func() { e.Evaluate(busyCtx, ast.NewObject()) }()
+		Eventually(e.SlotsInUse).Should(Equal(1))
+
+		built := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		res := e.Plan(nil).EvaluateBuilt(ctx, func() (ast.Value, error) { built++; return ast.NewObject(), nil })
+		Expect(res.Failures).To(HaveLen(1))
+		Expect(res.Failures[0].Code).To(Equal("no_slot"))
+		Expect(built).To(BeZero(), "no slot, no input")
+
+		stopBusy()
+		Eventually(e.SlotsInUse).Should(BeZero())
+		res = e.Plan(nil).EvaluateBuilt(context.Background(), func() (ast.Value, error) { built++; return nil, errors.New("bad object") })
+		Expect(built).To(Equal(1))
+		Expect(res.Failures).To(HaveLen(1))
+		Expect(res.Failures[0].Reason).To(ContainSubstring("cannot read the workload: bad object"))
+		Expect(e.SlotsInUse()).To(BeZero(), "the slot is given back")
 	})
 
 	It("caps warnings and keeps the policy id in front", func() {

@@ -141,9 +141,13 @@ func snapshot(objs ...client.Object) *cluster.Snapshot {
 	return s
 }
 
-// createRequest is a CREATE of obj by alice.
+// createRequest is a CREATE of obj by alice, with the object's JSON as the
+// server receives it.
 func createRequest(obj *unstructured.Unstructured) *admission.Request {
+	raw, err := obj.MarshalJSON()
+	Expect(err).NotTo(HaveOccurred())
 	return &admission.Request{
+		Raw:       raw,
 		UID:       "0000-1111",
 		Operation: admissionv1.Create,
 		Kind:      obj.GroupVersionKind(),

@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"fmt"
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -80,24 +81,33 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 	if plan.Empty() {
 		return nil
 	}
-	var res *Result
-	facts, err := summarizeRequest(ctx, req, view)
-	switch {
-	case err != nil:
-		res = s.engine.inputFailure(err)
-	case t.TrustedController && req.Operation == admissionv1.Update && !facts.grows:
-		// Kueue unsuspending a job, a controller removing a finalizer, partial
-		// admission lowering parallelism: a trusted controller's update that asks
-		// Kueue for nothing more is never denied by a policy, so a policy added
-		// after a workload was admitted cannot wedge it.
-		return nil
-	default:
-		if input, err := buildInput(req, t, view, facts, ns, s.frags); err != nil {
-			res = s.engine.inputFailure(err)
-		} else {
-			res = plan.Evaluate(ctx, input)
+	// Kueue unsuspending a job, a controller removing a finalizer, partial
+	// admission lowering parallelism: a trusted controller's update that asks
+	// Kueue for nothing more is never denied by a policy, so a policy added
+	// after a workload was admitted cannot wedge it. It is told apart before
+	// taking an evaluation slot, so that a flood of tenants' objects holding
+	// the slots cannot time it out.
+	var facts *requestFacts
+	if t.TrustedController && req.Operation == admissionv1.Update {
+		f, err := summarizeRequest(ctx, req, view)
+		if err == nil && !f.grows {
+			return nil
 		}
+		facts = f
 	}
+	// Otherwise the summary and the input are built inside the evaluation
+	// slot: they cost several times the object in memory, so the slots, not
+	// the requests in flight, bound them.
+	res := plan.EvaluateBuilt(ctx, func() (ast.Value, error) {
+		if facts == nil {
+			f, err := summarizeRequest(ctx, req, view)
+			if err != nil {
+				return nil, err
+			}
+			facts = f
+		}
+		return buildInput(req, t, view, facts, ns, s.frags)
+	})
 	s.apply(ctx, res, d)
 	return nil
 }
@@ -105,7 +115,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 // subject is what the policies' custom.match is matched against.
 func subject(req *admission.Request, t admission.Target, ns requestNamespace) *Subject {
 	sub := &Subject{Kind: t.Integration.GVK.GroupKind(), Operation: req.Operation, Namespace: ns.name,
-		Labels: req.Object.GetLabels()}
+		Labels: req.Object.GetLabels(), Size: len(req.Raw)}
 	if ns.obj != nil {
 		sub.NamespaceLabels = ns.obj.Labels
 	}
