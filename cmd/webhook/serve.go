@@ -23,7 +23,8 @@ type serveFlags struct {
 	port, maxInFlight, policyConcurrency             int
 	shutdownTimeout, shutdownDelay, policyTimeout    time.Duration
 	zap                                              zap.Options
-	manageCerts                                      bool
+	manageCerts, metricsSecure                       bool
+	metricsCertDir                                   string
 	certSecret, webhookService                       string
 	mutatingName, validatingName                     string
 }
@@ -50,6 +51,8 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 	fl.DurationVar(&f.policyTimeout, "policy-timeout", policies.DefaultTimeout, "How long one request's policy evaluation may take, waiting for a slot included; beyond it policies.onError decides (keep it below the webhook's timeoutSeconds)")
 	fl.IntVar(&f.policyConcurrency, "policy-concurrency", 0, "Policy evaluations running at once; a request waits for a slot within --policy-timeout (0: twice GOMAXPROCS)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
+	fl.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS, to callers the API server authenticates and authorizes for a get of /metrics; false serves them in the clear to anyone who reaches the port")
+	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics server's tls.crt and tls.key (default --cert-dir); reloaded when they change")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles, for a profiling session; off when empty (bind it to loopback: profiles are not authenticated)")
 	fl.StringVar(&f.tlsMinVersion, "tls-min-version", "1.3", "Minimum TLS version of the webhook server: 1.3 or 1.2")
@@ -102,6 +105,8 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		WebhookPort:                 f.port,
 		TLSMinVersion:               minTLS,
 		MetricsBindAddress:          f.metricsAddr,
+		MetricsSecure:               f.metricsSecure,
+		MetricsCertDir:              f.metricsCertDir,
 		HealthProbeBindAddress:      f.probeAddr,
 		PprofBindAddress:            f.pprofAddr,
 		MaxInFlight:                 f.maxInFlight,

@@ -77,6 +77,8 @@ func startGuard(ctx context.Context, a guardArgs, logPath string) (*server, erro
 		"--namespace", testenv.ServerNamespace,
 		"--health-probe-bind-address", loopback(probe),
 		"--metrics-bind-address", loopback(metrics),
+		// Read by the harness on loopback: in the clear.
+		"--metrics-secure=false",
 		"--zap-devel=false")
 	if err != nil {
 		return nil, err

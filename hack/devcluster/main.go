@@ -92,6 +92,9 @@ func run(binary, examples, stateDir string) error {
 		"--namespace", testenv.ServerNamespace,
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probe),
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics),
+		// On loopback of a local control plane, in the clear, so that a
+		// developer can curl them; the chart serves them over HTTPS.
+		"--metrics-secure=false",
 		"--zap-devel=false")
 	serve.Stdout, serve.Stderr = logFile, logFile
 	if err := serve.Start(); err != nil {

@@ -212,7 +212,7 @@ var _ = Describe("default values", func() {
 			"ConfigMap/kueue-guard-config", "ConfigMap/kueue-guard-policies",
 			"Deployment/kueue-guard", "Service/"+serviceName, "ServiceAccount/kueue-guard",
 			"PodDisruptionBudget/kueue-guard", "NetworkPolicy/kueue-guard",
-			"ClusterRole/kueue-guard", "ClusterRoleBinding/kueue-guard",
+			"ClusterRole/kueue-guard", "ClusterRoleBinding/kueue-guard", "ClusterRole/kueue-guard-metrics-reader",
 			"Role/kueue-guard-kueue-config", "RoleBinding/kueue-guard-kueue-config",
 			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
 			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
@@ -357,6 +357,7 @@ var _ = Describe("default values", func() {
 			"--cert-dir=/etc/kueue-guard/certs",
 			"--webhook-port=9443",
 			"--metrics-bind-address=:8080",
+			"--metrics-secure=true",
 			"--health-probe-bind-address=:8081",
 			"--tls-min-version=1.3",
 			"--namespace=$(POD_NAMESPACE)",
@@ -482,12 +483,16 @@ var _ = Describe("default values", func() {
 		}
 	})
 
-	It("grant only reads, and ConfigMaps only in Kueue's namespace", func() {
+	It("grant only reads, and ConfigMaps only in Kueue's namespace, besides the secure metrics' reviews", func() {
 		cr := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard"))
 		gen, err := chart.RBAC()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(cr.Rules).To(Equal(gen.ClusterRules))
-		for _, rule := range cr.Rules {
+		reviews := []rbacv1.PolicyRule{
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		}
+		Expect(cr.Rules).To(Equal(append(slices.Clone(gen.ClusterRules), reviews...)))
+		for _, rule := range cr.Rules[:len(gen.ClusterRules)] {
 			Expect(rule.Verbs).To(ConsistOf("get", "list", "watch"))
 			Expect(rule.Resources).NotTo(ContainElements("secrets", "configmaps"))
 		}
@@ -569,6 +574,11 @@ var _ = Describe("certManager.enabled=false", func() {
 		))
 		cr := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard"))
 		for _, rule := range cr.Rules {
+			if slices.Equal(rule.Verbs, []string{"create"}) {
+				// The secure metrics' TokenReviews and SubjectAccessReviews.
+				Expect(rule.APIGroups).To(BeElementOf([]string{"authentication.k8s.io"}, []string{"authorization.k8s.io"}))
+				continue
+			}
 			if slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
 				Expect(rule.APIGroups).To(Equal([]string{"admissionregistration.k8s.io"}))
 				Expect(rule.ResourceNames).To(HaveLen(1))
@@ -736,6 +746,20 @@ var _ = Describe("NetworkPolicy and ServiceMonitor", func() {
 		for _, rule := range np.Spec.Ingress {
 			Expect(rule.From).To(BeEmpty(), "the API server's address differs between clusters")
 		}
+	})
+
+	It("scrape over HTTPS with a bearer token, verifying the webhook's certificate, and bind the scraper to read /metrics", func() {
+		r := render(observability + "\n  scraper: {name: prometheus-k8s, namespace: monitoring}")
+		sm := r.get("ServiceMonitor", "kueue-guard")
+		ep, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		e := ep[0].(map[string]any)
+		Expect(e["scheme"]).To(Equal("https"))
+		Expect(e["bearerTokenFile"]).To(Equal("/var/run/secrets/kubernetes.io/serviceaccount/token"))
+		Expect(e["tlsConfig"]).To(HaveKeyWithValue("serverName", serviceName+"."+ns+".svc"))
+		reader := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard-metrics-reader"))
+		Expect(reader.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
+		crb := typed[*rbacv1.ClusterRoleBinding](r.get("ClusterRoleBinding", "kueue-guard-metrics-reader"))
+		Expect(crb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "prometheus-k8s", Namespace: "monitoring"}))
 	})
 
 	It("scrape the Service's metrics port", func() {

@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -47,6 +49,12 @@ type Options struct {
 	HealthProbeBindAddress string
 	// PprofBindAddress serves /debug/pprof; empty disables it.
 	PprofBindAddress string
+	// MetricsSecure serves the metrics over HTTPS, to callers the API server
+	// authenticates (TokenReview) and authorizes for a get of the /metrics
+	// non-resource URL (SubjectAccessReview). Its certificate is read from
+	// MetricsCertDir (CertDir when empty), reloaded when it changes.
+	MetricsSecure  bool
+	MetricsCertDir string
 	// MaxInFlight bounds the admission requests served at once; beyond it they
 	// are answered 429, which the API server retries. 0 does not bound.
 	MaxInFlight int
@@ -110,7 +118,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		Scheme:                  scheme,
 		Logger:                  o.Logger,
 		Cache:                   cluster.CacheOptions(scheme, o.Config.KueueNamespace),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		PprofBindAddress:        o.PprofBindAddress,
 		WebhookServer:           ws,
@@ -231,6 +239,28 @@ func followGauge(ctx context.Context, g prometheus.Gauge, known func() bool) err
 		case <-t.C:
 		}
 	}
+}
+
+// metricsOptions serves the metrics in the clear, or over HTTPS to
+// authenticated and authorized callers only (controller-runtime's filters, as
+// Kueue's manager does).
+func metricsOptions(o Options) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if !o.MetricsSecure {
+		return m
+	}
+	m.SecureServing = true
+	m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	m.CertDir = o.MetricsCertDir
+	if m.CertDir == "" {
+		m.CertDir = o.CertDir
+	}
+	m.CertName, m.KeyName = "tls.crt", "tls.key"
+	m.TLSOpts = []func(*tls.Config){func(c *tls.Config) {
+		c.MinVersion = o.TLSMinVersion
+		c.NextProtos = []string{"http/1.1"}
+	}}
+	return m
 }
 
 func (s *Server) cacheSynced(*http.Request) error {
