@@ -50,14 +50,7 @@ deny contains msg if {
 var _ = Describe("a broken policy set rolled out under load", func() {
 	for _, broken := range brokenSets {
 		It("is refused when it "+broken.name+", and no request is wrongly denied", func() {
-			cfg := config.Default()
-			cfg.InstallProfile = config.ProfileOSS
-			cfg.Policies.Directory = GinkgoT().TempDir()
-			_, err := testenv.CopyShippedPolicies(cfg.Policies.Directory)
-			Expect(err).NotTo(HaveOccurred())
-			srv, err := env.StartServer(ctx, env.Config, cfg)
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(srv.Stop)
+			srv, dir := shippedPolicyServer(config.ProfileOSS)
 			loadErrors := func() float64 {
 				v, err := testenv.MetricValue(srv.MetricAddr, "kueue_guard_policy_set_load_errors_total")
 				Expect(err).NotTo(HaveOccurred())
@@ -99,7 +92,7 @@ var _ = Describe("a broken policy set rolled out under load", func() {
 			// on them.
 			Eventually(sent.Load).WithTimeout(10 * time.Second).Should(BeNumerically(">", 50))
 			start := time.Now()
-			Expect(os.WriteFile(filepath.Join(cfg.Policies.Directory, broken.file), []byte(broken.source), 0o644)).To(Succeed())
+			Expect(os.WriteFile(filepath.Join(dir, broken.file), []byte(broken.source), 0o644)).To(Succeed())
 			Eventually(loadErrors).WithTimeout(15 * time.Second).WithPolling(100 * time.Millisecond).Should(BeNumerically(">", before))
 			refusedAfter := time.Since(start)
 			atRefusal := sent.Load()

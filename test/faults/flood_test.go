@@ -68,13 +68,7 @@ func bigJobSet(ns string) []byte {
 // server's memory must stay bounded. The latencies are reported, not asserted.
 var _ = Describe("a flood of large objects from one namespace", func() {
 	It("keeps another namespace's requests inside the webhook timeout and the heap bounded", func() {
-		cfg := config.Default()
-		cfg.Policies.Directory = GinkgoT().TempDir()
-		_, err := testenv.CopyShippedPolicies(cfg.Policies.Directory)
-		Expect(err).NotTo(HaveOccurred())
-		srv, err := env.StartServer(ctx, env.Config, cfg)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(srv.Stop)
+		srv, _ := shippedPolicyServer(config.ProfileManaged)
 
 		o := env.WebhookInstallOptions
 		hook := fmt.Sprintf("https://%s:%d%s", o.LocalServingHost, o.LocalServingPort, webhookconfig.ValidateWorkloadsPath)

@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
@@ -57,3 +58,18 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
+
+// shippedPolicyServer starts a server with the shipped policies in a watched
+// directory of its own (returned), stopped when the spec ends.
+func shippedPolicyServer(profile config.InstallProfile) (*testenv.Server, string) {
+	GinkgoHelper()
+	cfg := config.Default()
+	cfg.InstallProfile = profile
+	cfg.Policies.Directory = GinkgoT().TempDir()
+	_, err := testenv.CopyShippedPolicies(cfg.Policies.Directory)
+	Expect(err).NotTo(HaveOccurred())
+	srv, err := env.StartServer(ctx, env.Config, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(srv.Stop)
+	return srv, cfg.Policies.Directory
+}
