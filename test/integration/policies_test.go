@@ -108,6 +108,24 @@ var _ = Describe("quota policies as code", Ordered, func() {
 			`[kueue_guard.max_gpus_per_workload] requests 9 GPUs (nvidia.com/gpu) but namespace "` + limited + `" allows at most 8`)))
 	})
 
+	// A tenant splits a big job into a pod group of small pods, each under the
+	// cap: Kueue admits the group as one Workload, and so the policies judge
+	// each pod as the whole group.
+	It("charges each pod of a pod group for the whole group, as Kueue does", func() {
+		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(capped, "lq")
+		pod := func(total string) *unstructured.Unstructured {
+			return fixtures.Pod(capped, "member-0").Queue("lq").Requests("nvidia.com/gpu", "1").
+				Label("kueue.x-k8s.io/max-exec-time-seconds", "60").Label("kueue.x-k8s.io/pod-group-name", "split").
+				Set(map[string]any{"kueue.x-k8s.io/pod-group-total-count": total}, "metadata", "annotations").Obj()
+		}
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, pod("12"), client.DryRunAll)
+		}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring(
+			`[kueue_guard.max_gpus_per_workload] requests 12 GPUs (nvidia.com/gpu) but namespace "` + capped + `" allows at most 8`)))
+		Expect(clientAs("alice").Create(ctx, pod("8"), client.DryRunAll)).To(Succeed(), "a group of 8 one-GPU pods fits the cap")
+	})
+
 	// A tenant keeps the GPUs out of the TrainJob and puts them in a
 	// TrainingRuntime of their own namespace: Kueue charges the runtime's pods,
 	// and so do the policies.
