@@ -334,13 +334,6 @@ func (v *InformerView) QueuesKnown() bool {
 	return true
 }
 
-// Served reports whether an optional kind's objects are known (its CRD serves
-// it and its informer has synced); required kinds are always served.
-func (v *InformerView) Served(gvk schema.GroupVersionKind) bool {
-	k, ok := v.optional.byGVK[gvk]
-	return !ok || k.known()
-}
-
 // optionalReady says why an optional kind cannot be read yet, so that a
 // request is never judged against an empty cache.
 func (v *InformerView) optionalReady(gvk schema.GroupVersionKind) error {

@@ -15,7 +15,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
 // crdGVK is read as unstructured, cut down to what tells whether a kind is
@@ -107,13 +106,6 @@ func (k *optionalKind) known() bool {
 	return ref != nil && ref.HasSynced()
 }
 
-// kueueKindsServed are Kueue's kinds the view reads; queue lookups are known
-// only while all of them are.
-var kueueKinds = []schema.GroupVersionKind{
-	kueue.GroupVersion.WithKind("LocalQueue"), kueue.GroupVersion.WithKind("ClusterQueue"),
-	kueue.GroupVersion.WithKind("ResourceFlavor"), kueue.GroupVersion.WithKind("Cohort"),
-}
-
 // optionalKinds tracks the optional kinds of one view.
 type optionalKinds struct {
 	cache  cache.Cache
@@ -161,13 +153,12 @@ func (o *optionalKinds) started(k *optionalKind, inf cache.Informer) error {
 // stopped serving) has its informer started or removed. served is false for a
 // deleted CRD.
 func (o *optionalKinds) crdChanged(ctx context.Context, crd *unstructured.Unstructured, deleted bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
 	for _, k := range o.byGVK {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		if group != k.gvk.Group || kind != k.gvk.Kind {
-			continue
+		if group == k.gvk.Group && kind == k.gvk.Kind {
+			o.want(ctx, k, !deleted && crdServes(crd, k.gvk))
 		}
-		o.want(ctx, k, !deleted && crdServes(crd, k.gvk))
 	}
 }
 

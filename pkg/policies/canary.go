@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"sync/atomic"
 
@@ -41,9 +40,9 @@ func (r *canaryRing) record(sub *Subject, input ast.Value) {
 	if sub == nil || input == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
 		return
 	}
+	// No copies of the label maps: the object's are GetLabels' own copy, the
+	// namespace's belong to the informer cache, which nothing mutates.
 	c := &canaryInput{sub: *sub, input: input}
-	// The label maps belong to the request and its namespace: keep copies.
-	c.sub.Labels, c.sub.NamespaceLabels = maps.Clone(sub.Labels), maps.Clone(sub.NamespaceLabels)
 	r.slots[(r.next.Add(1)-1)%canarySize].Store(c)
 }
 
