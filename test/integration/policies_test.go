@@ -319,6 +319,26 @@ deny contains "nothing changes here" if true
 		}).WithTimeout(15 * time.Second).Should(MatchError(ContainSubstring("[team.rule] nightly jobs are not allowed here")))
 	})
 
+	// A policy that reads the clock would judge the webhook's request and a
+	// later review differently (and could be timed to let a job through); one
+	// that builds numbers.range(0, 1e9) would exhaust the server's memory. The
+	// set is refused and the last good one keeps judging.
+	It("refuses a policy calling a built-in that is not offered, and keeps serving the last good set", func() {
+		for _, src := range []string{
+			"package team.clock\n\ndeny contains \"after hours\" if time.now_ns() > 0\n",
+			"package team.range\n\ndeny contains \"big\" if count(numbers.range(0, 1000000000)) > 0\n",
+		} {
+			loadErrors := metric("kueue_guard_policy_set_load_errors_total")
+			file := filepath.Join(policyDir, "builtin.rego")
+			Expect(os.WriteFile(file, []byte(src), 0o644)).To(Succeed())
+			Eventually(func() float64 { return metric("kueue_guard_policy_set_load_errors_total") }).
+				WithTimeout(15*time.Second).Should(BeNumerically(">", loadErrors), "the set is refused: %s", src)
+			invalid(k8sClient.Create(ctx, gpuJob(ns, "still-too-big-"+fmt.Sprint(loadErrors), 5, 2).Obj(), client.DryRunAll), fitsField,
+				"[kueue_guard.fits_cluster_queue]")
+			Expect(os.Remove(file)).To(Succeed())
+		}
+	})
+
 	It("reports the policy a denial comes from and its field", func() {
 		err := k8sClient.Create(ctx, fixtures.Job(ns, "n2").Queue("lq").Label("schedule", "nightly").Obj())
 		invalid(err, "metadata.labels.schedule", "[team.rule] nightly jobs are not allowed here")
