@@ -30,7 +30,7 @@ TEST_FLAGS   ?= -race -count=1
 BENCH_FLAGS  ?=
 # Go fuzz targets (package:Target), run by make fuzz for FUZZTIME each, and by
 # make test briefly (FUZZ_SMOKE_TIME each).
-FUZZ_TARGETS    := ./pkg/handlers:FuzzHandle ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect ./pkg/config:FuzzDecode
+FUZZ_TARGETS    := ./pkg/handlers:FuzzHandle ./pkg/policies:FuzzBuildInput ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect ./pkg/config:FuzzDecode
 FUZZTIME        ?= 10m
 FUZZ_SMOKE_TIME ?= 10s
 

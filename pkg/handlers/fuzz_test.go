@@ -22,14 +22,8 @@ import (
 // fuzzSeeds are one object of every catalog kind the fixtures build, queued
 // and not, as the API server would send them.
 func fuzzSeeds() [][]byte {
-	builders := []fixtures.Object{
-		fixtures.Job("ml", "j"), fixtures.CronJob("ml", "c"), fixtures.Pod("ml", "p"), fixtures.Deployment("ml", "d"),
-		fixtures.StatefulSet("ml", "s"), fixtures.JobSet("ml", "js"), fixtures.RayJob("ml", "r"), fixtures.RayCluster("ml", "rc"),
-		fixtures.MPIJob("ml", "m"), fixtures.PyTorchJob("ml", "pt"), fixtures.TrainJob("ml", "t"), fixtures.AppWrapper("ml", "aw"),
-		fixtures.LeaderWorkerSet("ml", "l"),
-	}
 	var out [][]byte
-	for _, b := range builders {
+	for _, b := range fixtures.EveryKind("ml") {
 		for _, obj := range []fixtures.Object{b, b.Queue("q")} {
 			raw, err := json.Marshal(obj.Obj().Object)
 			if err != nil {
