@@ -188,13 +188,12 @@ func compact(sorted []string) []string {
 }
 
 // isShippedPolicyFile says which files of policies/ go into the chart: Rego
-// sources without their tests, and the data files OPA loads (data.yaml,
+// sources with their tests (the server loads no _test.rego; the chart's helm
+// test runs them on the mounted set), and the data files OPA loads (data.yaml,
 // data.json).
 func isShippedPolicyFile(rel string) bool {
 	base := path.Base(rel)
 	switch {
-	case strings.HasSuffix(base, "_test.rego"):
-		return false
 	case strings.HasSuffix(base, ".rego"), base == "data.yaml", base == "data.json":
 		return true
 	}

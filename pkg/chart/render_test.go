@@ -81,6 +81,9 @@ networkPolicy:
   - ipBlock: {cidr: 10.0.0.0/16}
   metricsFrom:
   - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+prometheusRule:
+  enabled: true
+  labels: {release: prometheus}
 serviceMonitor:
   enabled: true
   labels: {release: prometheus}`
@@ -165,7 +168,7 @@ var _ = Describe("every rendered object", func() {
 			r := render(doc)
 			Expect(r.objs).NotTo(BeEmpty())
 			for _, u := range r.objs {
-				if u.GetKind() == "ServiceMonitor" {
+				if u.GetKind() == "ServiceMonitor" || u.GetKind() == "PrometheusRule" {
 					continue // no Go type in the module graph; checked below
 				}
 				_, err := chart.DecodeStrict(u)
@@ -217,6 +220,7 @@ var _ = Describe("default values", func() {
 			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
 			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
 			"ValidatingAdmissionPolicy/kueue-guard-kueue-webhooks", "ValidatingAdmissionPolicyBinding/kueue-guard-kueue-webhooks",
+			"Pod/kueue-guard-policy-test",
 		))
 	})
 

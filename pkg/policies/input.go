@@ -111,6 +111,12 @@ func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.
 
 // buildInput builds the input; frags, when not nil, caches the cluster's parts.
 func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, ns requestNamespace, frags *fragments) (ast.Value, error) {
+	// The input schema promises policies input.object.metadata: the API
+	// server always sends it, and an object without it is refused here rather
+	// than judged by policies that read it as undefined.
+	if _, ok := req.Object.Object["metadata"].(map[string]any); !ok {
+		return nil, fmt.Errorf("object: metadata is missing or not an object")
+	}
 	object, err := objectValue(req.Object)
 	if err != nil {
 		return nil, fmt.Errorf("object: %w", err)

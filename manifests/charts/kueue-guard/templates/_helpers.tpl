@@ -234,15 +234,18 @@ matchConditions:
 {{/*
 The policy files to ship, as JSON (relative path: content; JSON rather than
 YAML keeps every file's trailing newline exact): the chart's
-files/policies (unless policies.shipped=false, less policies.exclude), then
-policies.files, which win over shipped files of the same path.
+files/policies (unless policies.shipped=false, less policies.exclude and the
+excluded policies' _test.rego files), then policies.files, which win over
+shipped files of the same path.
 */}}
 {{- define "kueue-guard.policyFiles" -}}
 {{- $out := dict }}
 {{- if .Values.policies.shipped }}
 {{- range $path, $content := .Files.Glob "files/policies/**" }}
 {{- $rel := trimPrefix "files/policies/" $path }}
-{{- if not (has $rel $.Values.policies.exclude) }}
+{{- /* Excluding a policy excludes its shipped tests. */}}
+{{- $policy := regexReplaceAll "_test\\.rego$" $rel ".rego" }}
+{{- if not (or (has $rel $.Values.policies.exclude) (has $policy $.Values.policies.exclude)) }}
 {{- $_ := set $out $rel (toString $content) }}
 {{- end }}
 {{- end }}
@@ -258,4 +261,31 @@ The ConfigMap key of a policy file path: ConfigMap keys cannot hold "/".
 */}}
 {{- define "kueue-guard.policyKey" -}}
 {{- . | replace "/" "__" }}
+{{- end }}
+
+{{/*
+Whether the policy files hold a Rego test (_test.rego): the helm test runs
+them, and `kueue-guard policy test` fails a directory without any.
+*/}}
+{{- define "kueue-guard.policyTests" -}}
+{{- range $path, $_ := include "kueue-guard.policyFiles" . | fromJson }}
+{{- if hasSuffix "_test.rego" $path }}true{{ end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The policies volume: the policies ConfigMap, with items that restore the
+policy directory's layout (ConfigMap keys are flat).
+*/}}
+{{- define "kueue-guard.policiesVolume" -}}
+- name: policies
+  configMap:
+    name: {{ include "kueue-guard.fullname" . }}-policies
+    {{- with (include "kueue-guard.policyFiles" . | fromJson) }}
+    items:
+    {{- range $path := keys . | sortAlpha }}
+    - key: {{ include "kueue-guard.policyKey" $path }}
+      path: {{ $path }}
+    {{- end }}
+    {{- end }}
 {{- end }}
