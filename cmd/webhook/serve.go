@@ -25,6 +25,7 @@ type serveFlags struct {
 	zap                                              zap.Options
 	manageCerts, metricsSecure                       bool
 	metricsCertDir                                   string
+	clientCAFile                                     string
 	certSecret, webhookService                       string
 	mutatingName, validatingName                     string
 }
@@ -45,6 +46,7 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 	fl.StringVar(&f.configFile, "config", "", "Configuration file (config.kueue-guard.io/v1alpha1); defaults apply when empty")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty")
 	fl.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key; reloaded when they change")
+	fl.StringVar(&f.clientCAFile, "client-ca-file", "", "PEM bundle of the CAs whose client certificates the webhook port requires (the API server's, set in its AdmissionConfiguration); reloaded when it changes; empty accepts any caller")
 	fl.StringVar(&f.host, "webhook-host", "", "Address the webhook server listens on (all interfaces when empty)")
 	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 256, "Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)")
@@ -101,6 +103,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		RESTConfig:                  restCfg,
 		Namespace:                   f.namespace,
 		CertDir:                     f.certDir,
+		ClientCAFile:                f.clientCAFile,
 		WebhookHost:                 f.host,
 		WebhookPort:                 f.port,
 		TLSMinVersion:               minTLS,

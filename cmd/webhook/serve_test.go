@@ -17,7 +17,7 @@ var _ = Describe("serve, as the chart runs it", func() {
 	It("accepts every argument the chart passes, with the chart's values", func() {
 		kg, err := chart.LoadFromRepo(".")
 		Expect(err).NotTo(HaveOccurred())
-		objs, err := kg.Render(map[string]any{"server": map[string]any{"policyTimeout": "1500ms", "policyConcurrency": 3}})
+		objs, err := kg.Render(map[string]any{"server": map[string]any{"policyTimeout": "1500ms", "policyConcurrency": 3, "clientCAConfigMap": "client-ca"}})
 		Expect(err).NotTo(HaveOccurred())
 		var args []string
 		for _, u := range objs {
@@ -37,5 +37,6 @@ var _ = Describe("serve, as the chart runs it", func() {
 		Expect(f.policyConcurrency).To(Equal(3))
 		Expect(f.maxInFlight).To(Equal(256))
 		Expect(f.shutdownDelay).To(Equal(5 * time.Second))
+		Expect(f.clientCAFile).To(Equal("/etc/kueue-guard/client-ca/ca.crt"))
 	})
 })

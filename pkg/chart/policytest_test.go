@@ -121,3 +121,20 @@ var _ = Describe("the PrometheusRule", func() {
 		Expect(render(defaultValues).all("PrometheusRule")).To(BeEmpty())
 	})
 })
+
+var _ = Describe("server.clientCAConfigMap", func() {
+	It("mounts the ConfigMap's ca.crt and requires client certificates signed by it", func() {
+		r := render("server: {clientCAConfigMap: apiserver-webhook-client-ca}")
+		c := r.deployment().Spec.Template.Spec.Containers[0]
+		Expect(c.Args).To(ContainElement("--client-ca-file=/etc/kueue-guard/client-ca/ca.crt"))
+		Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "client-ca", MountPath: "/etc/kueue-guard/client-ca", ReadOnly: true}))
+		v := configMapVolume(r.deployment().Spec.Template.Spec.Volumes, "client-ca")
+		Expect(v.Name).To(Equal("apiserver-webhook-client-ca"))
+		Expect(v.Items).To(Equal([]corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}))
+	})
+
+	It("is off by default", func() {
+		c := render(defaultValues).deployment().Spec.Template.Spec.Containers[0]
+		Expect(strings.Join(c.Args, " ")).NotTo(ContainSubstring("--client-ca-file"))
+	})
+})

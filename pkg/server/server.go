@@ -40,8 +40,12 @@ type Options struct {
 	Config     *config.Configuration
 	RESTConfig *rest.Config
 	// Namespace is the server's own namespace, always exempt.
-	Namespace              string
-	CertDir                string
+	Namespace string
+	CertDir   string
+	// ClientCAFile, when set, is a PEM bundle: the webhook port then requires
+	// a client certificate it signed (the API server's, for webhook calls),
+	// re-read when the file changes.
+	ClientCAFile           string
 	WebhookHost            string
 	WebhookPort            int
 	TLSMinVersion          uint16
@@ -108,7 +112,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	scheme := Scheme()
-	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion)
+	var clientCA *clientCA
+	if o.ClientCAFile != "" {
+		var err error
+		if clientCA, err = newClientCA(o.ClientCAFile, o.Logger.WithName("client-ca")); err != nil {
+			return nil, err
+		}
+	}
+	ws := newWebhookServer(o.WebhookHost, o.WebhookPort, o.CertDir, o.TLSMinVersion, clientCA)
 	var certsReady chan struct{}
 	if o.ManageCerts {
 		certsReady = make(chan struct{})
@@ -202,7 +213,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := mgr.AddReadyzCheck("shutdown", s.notDraining); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("webhook", ws.StartedChecker()); err != nil {
+	started := ws.StartedChecker()
+	if clientCA != nil {
+		started = clientCA.startedChecker(o.WebhookHost, o.WebhookPort)
+	}
+	if err := mgr.AddReadyzCheck("webhook", started); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("cache", s.cacheSynced); err != nil {

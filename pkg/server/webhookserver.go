@@ -15,12 +15,17 @@ import (
 // style DoS issues), as Kueue's own manager configures it. The server reloads the
 // certificate from certDir when it rotates (certwatcher) and finishes in-flight
 // requests on shutdown, within the manager's graceful shutdown timeout.
-func newWebhookServer(host string, port int, certDir string, minTLS uint16) webhook.Server {
+// With clientCA, only callers with a certificate it signed complete a
+// handshake.
+func newWebhookServer(host string, port int, certDir string, minTLS uint16, clientCA *clientCA) webhook.Server {
 	return webhook.NewServer(webhook.Options{
 		Host: host, Port: port, CertDir: certDir, CertName: "tls.crt", KeyName: "tls.key",
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
 			c.MinVersion = minTLS
 			c.NextProtos = []string{"http/1.1"}
+			if clientCA != nil {
+				clientCA.requireClientCert(c)
+			}
 		}},
 	})
 }

@@ -44,7 +44,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	// Kueue and LeaderWorkerSet are not installed: the CRD spec installs them
 	// while a server runs; the other specs do not need them.
-	env, err = testenv.StartWithout(lateGroups, mutating, validating)
+	// The API server presents a client certificate to webhooks, as a cluster
+	// whose admin set --client-ca-file would configure it; a server without
+	// the flag does not ask for it.
+	env, err = testenv.StartWith(testenv.StartOptions{WithoutGroups: lateGroups, WebhookClientCert: true}, mutating, validating)
 	Expect(err).NotTo(HaveOccurred())
 	_, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace)
 	Expect(err).NotTo(HaveOccurred(), stderr)

@@ -635,15 +635,28 @@ func ensureKueueMetricsCert() error {
 	return err
 }
 
-// writeServingCert writes tls.crt and tls.key, signed by a new CA, into dir and
-// returns the CA's PEM.
 // WriteServingCert writes a new CA's serving certificate for ips and names into
 // dir (tls.crt, tls.key) and returns the CA's PEM: a certificate rotation.
 func WriteServingCert(dir string, ips []net.IP, names []string) ([]byte, error) {
 	return writeServingCert(dir, ips, names)
 }
 
+// WriteClientCert writes a new CA's client certificate for commonName into dir
+// (tls.crt, tls.key) and returns the CA's PEM.
+func WriteClientCert(dir, commonName string) ([]byte, error) {
+	return writeCert(dir, &x509.Certificate{
+		Subject: pkix.Name{CommonName: commonName}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
 func writeServingCert(dir string, ips []net.IP, names []string) ([]byte, error) {
+	return writeCert(dir, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "testenv-serving"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: ips, DNSNames: names})
+}
+
+// writeCert writes tls.crt and tls.key, for tmpl's subject, names and usage
+// and signed by a new CA, into dir and returns the CA's PEM.
+func writeCert(dir string, tmpl *x509.Certificate) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -669,12 +682,9 @@ func writeServingCert(dir string, ips []net.IP, names []string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "testenv-serving"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(10, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: ips, DNSNames: names,
-	}
+	tmpl.SerialNumber = big.NewInt(2)
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.AddDate(10, 0, 0)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,10 @@ type Env struct {
 	*envtest.Environment
 	Client         client.Client
 	KubeconfigPath string
-	assets         string
+	// WebhookClientCA is the CA of the client certificate the API server
+	// presents to webhooks (StartOptions.WebhookClientCert), else nil.
+	WebhookClientCA []byte
+	assets          string
 	// children are the components started next to the API server (see
 	// controlplane.go); Stop stops them first.
 	children children
@@ -69,6 +72,23 @@ func Start(mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
 // them later.
 func StartWithout(groups []string, mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
 	validating []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Env, error) {
+	return StartWith(StartOptions{WithoutGroups: groups}, mutating, validating)
+}
+
+// StartOptions shape the control plane StartWith starts.
+type StartOptions struct {
+	// WithoutGroups are API groups whose CRDs are not installed.
+	WithoutGroups []string
+	// WebhookClientCert makes the API server present a client certificate
+	// (a new CA's, in Env.WebhookClientCA) on every webhook call, as an
+	// AdmissionConfiguration with a kubeConfigFile configures it.
+	WebhookClientCert bool
+}
+
+// StartWith is Start with options.
+func StartWith(so StartOptions, mutating []*admissionregistrationv1.MutatingWebhookConfiguration,
+	validating []*admissionregistrationv1.ValidatingWebhookConfiguration) (*Env, error) {
+	groups := so.WithoutGroups
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -100,11 +120,19 @@ func StartWithout(groups []string, mutating []*admissionregistrationv1.MutatingW
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	var clientCA []byte
+	if so.WebhookClientCert {
+		var file string
+		if clientCA, file, err = webhookClientConfig(); err != nil {
+			return nil, err
+		}
+		te.ControlPlane.GetAPIServer().Configure().Set("admission-control-config-file", file)
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the test control plane: %w", err)
 	}
-	e := &Env{Environment: te, assets: assets}
+	e := &Env{Environment: te, assets: assets, WebhookClientCA: clientCA}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: te.Scheme}); err != nil {
 		return nil, errors.Join(err, te.Stop())
 	}
@@ -278,4 +306,40 @@ func MetricValue(addr, name string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// webhookClientConfig writes a client certificate and the AdmissionConfiguration
+// that makes the API server present it to every webhook (the kubeconfig's
+// "*" user), and returns the certificate's CA and the configuration's path.
+func webhookClientConfig() (ca []byte, admissionConfig string, err error) {
+	dir, err := os.MkdirTemp("", "kueue-guard-webhook-client-*")
+	if err != nil {
+		return nil, "", err
+	}
+	if ca, err = WriteClientCert(dir, "kube-apiserver-webhook-client"); err != nil {
+		return nil, "", err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: %s
+    client-key: %s
+`, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")), 0o600); err != nil {
+		return nil, "", err
+	}
+	var plugins strings.Builder
+	for _, name := range []string{"ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"} {
+		fmt.Fprintf(&plugins, `- name: %s
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %s
+`, name, kubeconfig)
+	}
+	admissionConfig = filepath.Join(dir, "admission.yaml")
+	err = os.WriteFile(admissionConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"+plugins.String()), 0o600)
+	return ca, admissionConfig, err
 }
