@@ -63,7 +63,7 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	caps    *ast.Capabilities
-	sem     chan struct{}
+	slots   *slots
 	metrics *Metrics
 	set     atomic.Pointer[policySet]
 
@@ -109,7 +109,7 @@ func NewEngine(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering policy metrics: %w", err)
 	}
-	return &Engine{opts: o, caps: caps, sem: make(chan struct{}, o.MaxConcurrent), metrics: m}, nil
+	return &Engine{opts: o, caps: caps, slots: newSlots(o.MaxConcurrent), metrics: m}, nil
 }
 
 // OnError is the configured failure mode, for the step and for reports.

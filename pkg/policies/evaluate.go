@@ -143,7 +143,7 @@ func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	release, failure := e.acquire(ctx, start)
+	release, failure := e.acquire(ctx, p.sub, start)
 	if failure != nil {
 		return &Result{Failures: []Failure{*failure}}
 	}
@@ -163,7 +163,7 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func() (ast.Value, error
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	release, failure := e.acquire(ctx, start)
+	release, failure := e.acquire(ctx, p.sub, start)
 	if failure != nil {
 		res := &Result{Failures: []Failure{*failure}}
 		e.observe(res, start)
@@ -187,20 +187,19 @@ func notLoaded(e *Engine) *Result {
 		Code: reasonNotLoaded, Err: errors.New("no policy set loaded")}}}
 }
 
-// acquire takes an evaluation slot within ctx; the failure says why it could
-// not.
-func (e *Engine) acquire(ctx context.Context, start time.Time) (release func(), failure *Failure) {
-	select {
-	case e.sem <- struct{}{}:
-	default:
-		select {
-		case e.sem <- struct{}{}:
-		case <-ctx.Done():
-			f := e.contextFailure(ctx, start, true)
-			return nil, &f
-		}
+// acquire takes an evaluation slot for the request's namespace within ctx
+// (slots shares them fairly between namespaces); the failure says why it
+// could not.
+func (e *Engine) acquire(ctx context.Context, sub *Subject, start time.Time) (release func(), failure *Failure) {
+	key := ""
+	if sub != nil {
+		key = sub.Namespace
 	}
-	return func() { <-e.sem }, nil
+	if !e.slots.acquire(ctx, key) {
+		f := e.contextFailure(ctx, start, true)
+		return nil, &f
+	}
+	return func() { e.slots.release(key) }, nil
 }
 
 // evalInSlot evaluates the plan's policies on input; the caller holds a slot.

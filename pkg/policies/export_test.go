@@ -1,7 +1,7 @@
 package policies
 
 // SlotsInUse lets tests wait until an evaluation holds a concurrency slot.
-func (e *Engine) SlotsInUse() int { return len(e.sem) }
+func (e *Engine) SlotsInUse() int { return e.slots.inUseNow() }
 
 // SetMaxSubsets lowers the subset-query cache bound for a test; it returns the
 // function that restores it.

@@ -53,7 +53,7 @@ func (e *Engine) contextFailure(ctx context.Context, start time.Time, waiting bo
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && waiting:
 		return Failure{Reason: fmt.Sprintf("no evaluation slot became free within %s (%d evaluations already running)",
-			spent, cap(e.sem)), Code: reasonNoSlot, Err: err}
+			spent, e.slots.size), Code: reasonNoSlot, Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return Failure{Reason: fmt.Sprintf("evaluation did not finish within %s (deadline %s)", spent, e.opts.Timeout),
 			Code: reasonDeadline, Err: err}
