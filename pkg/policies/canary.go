@@ -57,7 +57,9 @@ func (r *canaryRing) inputs() []*canaryInput {
 }
 
 // canary evaluates a new set on the recent inputs the serving set judged
-// without a failure. A set that fails to evaluate one of them (a runtime
+// without a failure, and on the sample workloads (canary_samples.yaml, one of
+// every kind) that the serving set judges without one, or every sample when
+// no set serves yet. A set that fails to evaluate one of them (a runtime
 // error: conflicting outputs, a type error on real data) is refused, naming
 // the policy's file and line: swapped in, it would fail every such request,
 // which policies.onError (deny by default) turns into denials of workloads
@@ -65,29 +67,57 @@ func (r *canaryRing) inputs() []*canaryInput {
 // count: under load they say more about the machine than about the set.
 func (e *Engine) canary(ctx context.Context, set *policySet) error {
 	for _, c := range e.recent.inputs() {
-		p := e.planFor(set, &c.sub)
-		if p.Empty() {
+		if f := e.evaluationFailure(ctx, set, c); f != nil {
+			return e.canaryProblem(c, "a recent", f)
+		}
+	}
+	samples, err := canarySamples()
+	if err != nil {
+		return err // the embedded samples are tested: not the admin's set
+	}
+	serving := e.set.Load()
+	for _, c := range samples {
+		f := e.evaluationFailure(ctx, set, c)
+		if f == nil {
 			continue
 		}
-		res := p.evaluate(ctx, c.input)
-		for _, f := range res.Failures {
-			if f.Code != reasonEvaluation {
-				continue
-			}
-			prob := Problem{Message: fmt.Sprintf(
-				"fails at evaluation on a recent %s %s request in namespace %q, which the serving set judges without error: %s",
-				c.sub.Kind.Kind, c.sub.Operation, c.sub.Namespace, f.Reason)}
-			var te *topdown.Error
-			if errors.As(f.Err, &te) && te.Location != nil {
-				prob.File, prob.Line = filepath.Join(e.opts.Directory, te.Location.File), te.Location.Row
-			} else if f.Policy != nil && len(f.Policy.Files) > 0 {
-				prob.File = filepath.Join(e.opts.Directory, f.Policy.Files[0])
-			}
-			if f.Policy != nil {
-				prob.Message = f.Policy.ID + " " + prob.Message
-			}
-			return &LoadError{Dir: e.opts.Directory, Problems: []Problem{prob}}
+		if serving != nil && e.evaluationFailure(ctx, serving, c) != nil {
+			continue // the serving set fails on it too: not a regression
+		}
+		return e.canaryProblem(c, "the sample", f)
+	}
+	return nil
+}
+
+// evaluationFailure is set's evaluation error on c, if it has one.
+func (e *Engine) evaluationFailure(ctx context.Context, set *policySet, c *canaryInput) *Failure {
+	p := e.planFor(set, &c.sub)
+	if p.Empty() {
+		return nil
+	}
+	res := p.evaluate(ctx, c.input)
+	for i := range res.Failures {
+		if res.Failures[i].Code == reasonEvaluation {
+			return &res.Failures[i]
 		}
 	}
 	return nil
+}
+
+// canaryProblem is the refusal of a set that failed on c, with the policy's
+// file and line.
+func (e *Engine) canaryProblem(c *canaryInput, which string, f *Failure) error {
+	prob := Problem{Message: fmt.Sprintf(
+		"fails at evaluation on %s %s %s request in namespace %q, which the serving set judges without error: %s",
+		which, c.sub.Kind.Kind, c.sub.Operation, c.sub.Namespace, f.Reason)}
+	var te *topdown.Error
+	if errors.As(f.Err, &te) && te.Location != nil {
+		prob.File, prob.Line = filepath.Join(e.opts.Directory, te.Location.File), te.Location.Row
+	} else if f.Policy != nil && len(f.Policy.Files) > 0 {
+		prob.File = filepath.Join(e.opts.Directory, f.Policy.Files[0])
+	}
+	if f.Policy != nil {
+		prob.Message = f.Policy.ID + " " + prob.Message
+	}
+	return &LoadError{Dir: e.opts.Directory, Problems: []Problem{prob}}
 }

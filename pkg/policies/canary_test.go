@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
@@ -19,6 +20,17 @@ const conflicting = `f(x) := 1 if x != ""
 f(x) := 2 if x != ""
 
 deny contains "conflict" if f(input.object.metadata.name) == 1`
+
+// conflictingInML is conflicting in namespace ml only: not on the canary's
+// sample workloads, which are in namespace default.
+const conflictingInML = `f(x) := 1 if x != ""
+
+f(x) := 2 if x != ""
+
+deny contains "conflict" if {
+	input.request.namespace == "ml"
+	f(input.object.metadata.name) == 1
+}`
 
 var _ = Describe("trying a new set on recent inputs before it serves", func() {
 	var dir string
@@ -52,7 +64,7 @@ var _ = Describe("trying a new set on recent inputs before it serves", func() {
 		big := fixtures.Job("ml", "j").Queue("lq").Obj()
 		big.SetAnnotations(map[string]string{"padding": strings.Repeat("x", 64<<10)})
 		Expect(validate(e, createRequest(big), snapshot()).Violations).To(HaveLen(1), "the serving set judges it")
-		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflictingInML)})
 		Expect(e.Load()).To(Succeed(), "a 64 KiB object is not kept: it would pin memory")
 	})
 
@@ -67,13 +79,48 @@ var _ = Describe("trying a new set on recent inputs before it serves", func() {
 		e := loadedEngine(dir)
 		Expect(messagesFor(e)()).To(ConsistOf("good"))
 		// The broken policy applies to RayJobs only; the recent input is a Job.
-		writeFiles(dir, map[string]string{"p.rego": `# METADATA
+		writeFiles(dir, map[string]string{"p.rego": rayJobsOnly + conflictingInML + "\n"})
+		Expect(e.Load()).To(Succeed())
+	})
+
+	It("tries a new set on a sample of every kind, so a kind nobody sent lately is covered too", func() {
+		e := loadedEngine(dir)
+		Expect(messagesFor(e)()).To(ConsistOf("good"), "only Jobs were sent")
+		writeFiles(dir, map[string]string{"p.rego": rayJobsOnly + conflicting + "\n"})
+		err := e.Load()
+		var le *policies.LoadError
+		Expect(errors.As(err, &le)).To(BeTrue(), "%v", err)
+		Expect(le.Problems[0].Message).To(ContainSubstring(`t.p fails at evaluation on the sample RayJob CREATE request in namespace "default"`))
+		Expect(le.Problems[0].File).To(Equal(filepath.Join(dir, "p.rego")))
+		v, _ := e.Version()
+		Expect(v).To(Equal(uint64(1)), "the last good set keeps serving")
+	})
+
+	It("does not hold against a new set a sample the serving set fails on too", func() {
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		e := loadedEngine(dir)
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting+"\n\n# edited\n")})
+		Expect(e.Load()).To(Succeed(), "not a regression")
+		v, _ := e.Version()
+		Expect(v).To(Equal(uint64(2)))
+	})
+
+	It("has a sample of every kind of the catalog, each of which builds", func() {
+		kinds, err := policies.CanarySampleKinds()
+		Expect(err).NotTo(HaveOccurred())
+		var want []string
+		for _, in := range integrations.All() {
+			want = append(want, in.GVK.GroupKind().String())
+		}
+		Expect(kinds).To(ConsistOf(want))
+	})
+})
+
+// rayJobsOnly is the METADATA of a policy for RayJobs, in package t.p.
+const rayJobsOnly = `# METADATA
 # custom:
 #   match:
 #     kinds: [{apiGroups: [ray.io], kinds: [RayJob]}]
 package t.p
 
-` + conflicting + "\n"})
-		Expect(e.Load()).To(Succeed())
-	})
-})
+`

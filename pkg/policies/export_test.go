@@ -10,3 +10,13 @@ func SetMaxSubsets(n int) (restore func()) {
 	maxSubsets = n
 	return func() { maxSubsets = old }
 }
+
+// CanarySampleKinds lists the kinds of the canary's samples.
+func CanarySampleKinds() ([]string, error) {
+	samples, err := canarySamples()
+	var out []string
+	for _, c := range samples {
+		out = append(out, c.sub.Kind.String())
+	}
+	return out, err
+}
