@@ -33,10 +33,14 @@ BENCH_FLAGS  ?=
 FUZZ_TARGETS    := ./pkg/handlers:FuzzHandle ./pkg/policies:FuzzBuildInput ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect ./pkg/config:FuzzDecode
 FUZZTIME        ?= 10m
 FUZZ_SMOKE_TIME ?= 10s
+# make soak: kueue-guard built with -race under 80% of its throughput for
+# SOAK_TIME; make test soaks it briefly (SOAK_SMOKE_TIME).
+SOAK_TIME       ?= 10m
+SOAK_SMOKE_TIME ?= 30s
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke fuzz fuzz-smoke
+.PHONY: all build build-race test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke fuzz fuzz-smoke soak soak-smoke
 
 all: build
 
@@ -65,7 +69,7 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-co
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 
-test: lint testbin policy-test bench-smoke fuzz-smoke ## Unit, policy and integration tests (-race) against the real control plane.
+test: lint testbin policy-test bench-smoke soak-smoke fuzz-smoke ## Unit, policy and integration tests (-race) against the real control plane.
 	$(GO) test $(TEST_FLAGS) ./... $(GINKGO_FLAGS)
 
 policy-test: ## Run the shipped policies' Rego tests (kueue-guard policy test policies/).
@@ -106,6 +110,15 @@ bench: build testbin opa ## Load-test kueue-guard against a floor server and OPA
 bench-smoke: build testbin opa ## Run the load harness once, briefly, checking no target (part of make test).
 	GO="$(GO)" $(GO) run ./hack/bench --short --out ''
 
+build-race: ## Build bin/kueue-guard-race, with the race detector, for make soak.
+	$(GO) build -race -ldflags "$(LDFLAGS)" -o $(BIN)/kueue-guard-race ./cmd/webhook
+
+soak: build-race testbin ## Soak kueue-guard (-race) for SOAK_TIME (default 10m) at 80% of the throughput it reaches in the run; fails on any failed request or a growing RSS.
+	GO="$(GO)" $(GO) run ./hack/bench --soak $(SOAK_TIME) --timeout 24h --kueue-guard $(BIN)/kueue-guard-race
+
+soak-smoke: ## Run the soak briefly (part of make test).
+	@$(MAKE) --no-print-directory soak SOAK_TIME=$(SOAK_SMOKE_TIME)
+
 fuzz: ## Run every Go fuzz target for FUZZTIME (default 10m) each; a crash is saved under testdata/fuzz and fails the run.
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
@@ -116,7 +129,7 @@ fuzz-smoke: ## Run every Go fuzz target briefly (part of make test).
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZ_SMOKE_TIME)
 
 clean: ## Remove build output (keeps the test control plane).
-	rm -f $(BIN)/kueue-guard
+	rm -f $(BIN)/kueue-guard $(BIN)/kueue-guard-race
 
 # --- Helm chart and container image (appended for the chart; see manifests/charts/kueue-guard) ---
 

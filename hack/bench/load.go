@@ -54,13 +54,29 @@ type caller struct {
 	payload []byte
 	check   func([]byte) error
 	buf     bytes.Buffer
+	// mix, when not empty, replaces url and payload: each call sends the
+	// next of them, in turn.
+	mix  []request
+	next int
+}
+
+// request is one URL and the payload sent to it.
+type request struct {
+	url     string
+	payload []byte
 }
 
 // call sends the payload once. An error is a transport failure, a status other
 // than 200, or an answer the target's check refuses (undecodable, or missing its
 // response).
 func (c *caller) call(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(c.payload))
+	url, payload := c.url, c.payload
+	if len(c.mix) > 0 {
+		r := c.mix[c.next%len(c.mix)]
+		c.next++
+		url, payload = r.url, r.payload
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
 		return err
 	}

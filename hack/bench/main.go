@@ -51,6 +51,8 @@ type options struct {
 	scaleCounts                           scaleCounts
 	timeout                               time.Duration
 	short                                 bool
+	// soak, when set, runs the soak (soak.go) for that long instead.
+	soak time.Duration
 }
 
 // shortPreset is what --short sets, for the flags not given explicitly: every
@@ -110,6 +112,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.scaleCounts.Deployments, "scale-deployments", 2000, "Deployments of the scale figure, spread over its namespaces")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Hard deadline of the whole run")
 	fs.BoolVar(&o.short, "short", false, "CI preset: "+describePreset())
+	fs.DurationVar(&o.soak, "soak", 0, "Instead of the benchmark, soak --kueue-guard (make soak builds it with -race) this long at 80% of the throughput it reaches here; fails on any failed request or a growing resident set")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -225,7 +228,12 @@ func runWithSignals(o *options) error {
 		<-ctx.Done()
 		stop()
 	}()
-	err := run(ctx, o)
+	var err error
+	if o.soak > 0 {
+		err = runSoak(ctx, o, o.soak)
+	} else {
+		err = run(ctx, o)
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("stopped at the %v deadline (--timeout): %w", o.timeout, err)
