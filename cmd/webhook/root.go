@@ -38,7 +38,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newServeCommand(), newReviewCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newReviewCommand(), newAuditCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 

@@ -53,6 +53,8 @@ type options struct {
 	short                                 bool
 	// soak, when set, runs the soak (soak.go) for that long instead.
 	soak time.Duration
+	// guardArgs are more arguments of kueue-guard serve.
+	guardArgs []string
 }
 
 // shortPreset is what --short sets, for the flags not given explicitly: every
@@ -112,6 +114,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.scaleCounts.Deployments, "scale-deployments", 2000, "Deployments of the scale figure, spread over its namespaces")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Hard deadline of the whole run")
 	fs.BoolVar(&o.short, "short", false, "CI preset: "+describePreset())
+	fs.Func("guard-arg", "One more argument of kueue-guard serve (repeatable), e.g. --guard-arg=--pprof-bind-address=127.0.0.1:6060", func(v string) error {
+		o.guardArgs = append(o.guardArgs, v)
+		return nil
+	})
 	fs.DurationVar(&o.soak, "soak", 0, "Instead of the benchmark, soak --kueue-guard (make soak builds it with -race) this long at 80% of the throughput it reaches here; fails on any failed request or a growing resident set")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

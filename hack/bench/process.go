@@ -38,6 +38,10 @@ func startProcess(name, logPath, binary string, args ...string) (*process, error
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A binary built with -race exits at the first data race it finds (exit
+	// code 66), which the harness sees as a server that exited; without
+	// -race the variable means nothing.
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
 	// Its own process group: Ctrl-C reaches the harness only, which stops the
 	// children in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

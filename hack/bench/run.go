@@ -109,7 +109,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	for _, p := range engine.Policies() {
 		b.policyIDs = append(b.policyIDs, p.ID)
 	}
-	b.guard = guardArgs{binary: b.o.kueueGuard, config: b.o.config}
+	b.guard = guardArgs{binary: b.o.kueueGuard, config: b.o.config, extra: b.o.guardArgs}
 	b.eps = newEndpoints()
 	b.bodies, err = buildBodies(ctx, cfg, state.Snapshot)
 	if err != nil {

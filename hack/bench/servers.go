@@ -54,6 +54,8 @@ func startFloor(ctx context.Context, workDir, certDir string) (*server, error) {
 // webhook directly.
 type guardArgs struct {
 	binary, kubeconfig, config, certDir string
+	// extra are more arguments of serve (--guard-arg).
+	extra []string
 }
 
 // startGuard starts `kueue-guard serve` and waits for /readyz, which passes once
@@ -68,7 +70,7 @@ func startGuard(ctx context.Context, a guardArgs, logPath string) (*server, erro
 		ports[i] = port
 	}
 	webhook, probe, metrics := ports[0], ports[1], ports[2]
-	p, err := startProcess("kueue-guard", logPath, a.binary, "serve",
+	args := []string{"serve",
 		"--kubeconfig", a.kubeconfig,
 		"--config", a.config,
 		"--cert-dir", a.certDir,
@@ -79,11 +81,12 @@ func startGuard(ctx context.Context, a guardArgs, logPath string) (*server, erro
 		"--metrics-bind-address", loopback(metrics),
 		// Read by the harness on loopback: in the clear.
 		"--metrics-secure=false",
-		"--zap-devel=false")
+		"--zap-devel=false"}
+	p, err := startProcess("kueue-guard", logPath, a.binary, append(args, a.extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{Name: "kueue-guard", proc: p, base: "https://" + loopback(webhook)}
+	s := &server{Name: "kueue-guard", proc: p, base: "https://" + loopback(webhook), metrics: "http://" + loopback(metrics) + "/metrics"}
 	if err := started(ctx, p, httpOK("http://"+loopback(probe)+"/readyz")); err != nil {
 		return nil, err
 	}

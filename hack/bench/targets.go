@@ -18,6 +18,8 @@ type server struct {
 	proc *process
 	// base is https://127.0.0.1:PORT.
 	base string
+	// metrics is kueue-guard's metrics URL (in the clear, on loopback).
+	metrics string
 	// Idle is the memory after start, before any load; Peak is read after the
 	// load (its HWM is the peak).
 	Idle, Peak memory

@@ -211,7 +211,7 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 		if !c.policiesSet {
 			// Only a directory the file names: loading fills in the server's
 			// default, a path inside the webhook's pod, not on this machine.
-			named, err := namedPolicyDirectory(c.ConfigFile)
+			named, err := NamedPolicyDirectory(c.ConfigFile)
 			if err != nil {
 				return fail(err)
 			}
@@ -271,9 +271,9 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 	return ExitAllowed, nil
 }
 
-// namedPolicyDirectory reports whether the configuration file itself sets
+// NamedPolicyDirectory reports whether the configuration file itself sets
 // policies.directory (config.Load cannot say: it fills in the default).
-func namedPolicyDirectory(path string) (bool, error) {
+func NamedPolicyDirectory(path string) (bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("reading configuration file %q: %w", path, err)
@@ -291,10 +291,15 @@ func namedPolicyDirectory(path string) (bool, error) {
 
 // liveConfig is the REST configuration of the live cluster, loaded as kubectl
 // loads it.
-func (c *CLI) liveConfig() (*rest.Config, error) {
-	loader := c.Kube.ToRawKubeConfigLoader()
+func (c *CLI) liveConfig() (*rest.Config, error) { return LiveConfig(c.Kube, "--live-cluster") }
+
+// LiveConfig is the REST configuration the kubeconfig flags choose, loaded as
+// kubectl loads it; what names the flag that needs it in the error about a
+// missing kubeconfig.
+func LiveConfig(kube *genericclioptions.ConfigFlags, what string) (*rest.Config, error) {
+	loader := kube.ToRawKubeConfigLoader()
 	where := "kubeconfig"
-	if p := c.Kube.KubeConfig; p != nil && *p != "" {
+	if p := kube.KubeConfig; p != nil && *p != "" {
 		where += " " + *p
 	}
 	restCfg, err := loader.ClientConfig()
@@ -307,14 +312,17 @@ func (c *CLI) liveConfig() (*rest.Config, error) {
 	// report a refused connection to a server nobody named.
 	if raw, err := loader.RawConfig(); err == nil && len(raw.Clusters) == 0 &&
 		os.Getenv("KUBERNETES_MASTER") == "" && restCfg.Host == clientcmd.ClusterDefaults.Server {
-		return nil, errors.New("--live-cluster: no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
+		return nil, errors.New(what + ": no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
 	}
 	return restCfg, nil
 }
 
 // isTerminal reports whether w is a terminal (a character device), so that a
 // report piped to a file or a CI log has no escape codes.
-func isTerminal(w io.Writer) bool {
+func isTerminal(w io.Writer) bool { return IsTerminal(w) }
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
