@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 )
@@ -19,6 +21,7 @@ import (
 const header = "apiVersion: config.kueue-guard.io/v1alpha1\nkind: Configuration\n"
 
 const fullExample = header + `
+audit: {interval: 5m, reports: false, maxObjects: 500}
 installProfile: oss
 kueueNamespace: kueue-system
 exemptNamespaces: [monitoring, istio-system]
@@ -59,6 +62,8 @@ func defaulted() *config.Configuration {
 		}},
 		Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorDeny},
 		Trust:    config.Trust{Controllers: config.DefaultTrustedControllers("kueue-system")},
+		Audit: config.Audit{Interval: &metav1.Duration{Duration: config.DefaultAuditInterval}, Reports: ptr.To(true),
+			MaxObjects: config.DefaultAuditMaxObjects, MaxResultsPerReport: config.DefaultAuditMaxResultsPerReport},
 	}
 }
 
@@ -166,6 +171,8 @@ var _ = Describe("Decode", func() {
 			Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorAllow},
 			Trust: config.Trust{Controllers: []string{"system:kube-controller-manager", "system:serviceaccount:operators:*",
 				"group:system:controllers"}},
+			Audit: config.Audit{Interval: &metav1.Duration{Duration: 5 * time.Minute}, Reports: ptr.To(false),
+				MaxObjects: 500, MaxResultsPerReport: config.DefaultAuditMaxResultsPerReport},
 		}))
 	})
 

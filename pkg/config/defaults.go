@@ -1,5 +1,7 @@
 package config
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Default returns a fully defaulted, valid configuration for when no file is given.
 func Default() *Configuration {
 	c := &Configuration{}
@@ -53,6 +55,19 @@ func (c *Configuration) SetDefaults() {
 	}
 	if c.Policies.OnError == "" {
 		c.Policies.OnError = OnErrorDeny
+	}
+	if c.Audit.Interval == nil {
+		c.Audit.Interval = &metav1.Duration{Duration: DefaultAuditInterval}
+	}
+	if c.Audit.Reports == nil {
+		reports := true
+		c.Audit.Reports = &reports
+	}
+	if c.Audit.MaxObjects == 0 {
+		c.Audit.MaxObjects = DefaultAuditMaxObjects
+	}
+	if c.Audit.MaxResultsPerReport == 0 {
+		c.Audit.MaxResultsPerReport = DefaultAuditMaxResultsPerReport
 	}
 }
 

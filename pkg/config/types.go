@@ -5,6 +5,7 @@ package config
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -102,7 +103,34 @@ type Configuration struct {
 	// Trust says whose requests are believed when they claim, through an owner reference, that an
 	// object is part of another workload.
 	Trust Trust `json:"trust,omitempty"`
+	// Audit configures the loop that judges the workloads the cluster already runs.
+	Audit Audit `json:"audit,omitempty"`
 }
+
+// Audit configures serve's audit loop: every interval, one replica (the holder of a Lease) lists
+// every top-level workload and judges it with the admission pipeline, as if it were created now.
+type Audit struct {
+	// Interval is the time between the start of two runs; "0s" turns the loop off. Default 60s.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Reports writes the results as openreports.io/v1alpha1 Reports, one per namespace (the CRD
+	// must be installed); false keeps them to the metrics. Default true.
+	Reports *bool `json:"reports,omitempty"`
+	// MaxObjects bounds the workloads one run judges; the rest wait for a later run. Default 10000.
+	MaxObjects int `json:"maxObjects,omitempty"`
+	// MaxResultsPerReport bounds the results one Report holds (its summary still counts them
+	// all). Default 1000.
+	MaxResultsPerReport int `json:"maxResultsPerReport,omitempty"`
+}
+
+// Audit defaults.
+const (
+	DefaultAuditInterval            = 60 * time.Second
+	DefaultAuditMaxObjects          = 10000
+	DefaultAuditMaxResultsPerReport = 1000
+)
+
+// Enabled reports whether the audit loop runs.
+func (a Audit) Enabled() bool { return a.Interval != nil && a.Interval.Duration > 0 }
 
 // Trust lists the requesters whose owner references kueue-guard believes. An owner reference is a
 // field the requester writes: a namespace user can name any owner, real or not. Only when the request

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -57,6 +58,7 @@ func (c *Configuration) Validate() field.ErrorList {
 	errs = append(errs, validateIntegrations(&c.Integrations, c.InstallProfile)...)
 	errs = append(errs, validateControllers(&c.Controllers)...)
 	errs = append(errs, validatePolicies(&c.Policies)...)
+	errs = append(errs, validateAudit(&c.Audit)...)
 	errs = append(errs, validateTrust(&c.Trust)...)
 	return errs
 }
@@ -252,4 +254,23 @@ func invalidIfAny(p *field.Path, value string, msgs []string) field.ErrorList {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(p, value, strings.Join(msgs, "; "))}
+}
+
+var auditPath = field.NewPath("audit")
+
+func validateAudit(a *Audit) field.ErrorList {
+	var errs field.ErrorList
+	if a.Interval != nil && a.Interval.Duration < 0 {
+		errs = append(errs, field.Invalid(auditPath.Child("interval"), a.Interval.Duration.String(), "must not be negative (0s turns the audit off)"))
+	}
+	if a.Interval != nil && a.Interval.Duration > 0 && a.Interval.Duration < time.Second {
+		errs = append(errs, field.Invalid(auditPath.Child("interval"), a.Interval.Duration.String(), "at least 1s (each run lists the whole cluster: 60s or more in production)"))
+	}
+	if a.MaxObjects < 0 {
+		errs = append(errs, field.Invalid(auditPath.Child("maxObjects"), a.MaxObjects, "must not be negative"))
+	}
+	if a.MaxResultsPerReport < 0 {
+		errs = append(errs, field.Invalid(auditPath.Child("maxResultsPerReport"), a.MaxResultsPerReport, "must not be negative"))
+	}
+	return errs
 }

@@ -73,6 +73,15 @@ func discover(dir string, c *compiled) ([]*Policy, error) {
 				}
 				p.Enforcement = e
 			}
+			if v, ok := a.Custom[severityCustom]; ok {
+				sev, _ := v.(string)
+				if !slices.Contains(Severities, sev) {
+					probs = append(probs, Problem{File: filepath.Join(dir, name), Line: locationRow(a.Location), Message: fmt.Sprintf(
+						"METADATA custom.%s must be one of %s; got %v", severityCustom, strings.Join(Severities, ", "), v)})
+					continue
+				}
+				p.Severity = sev
+			}
 			if v, ok := a.Custom[matchCustom]; ok {
 				if p.Match != nil {
 					probs = append(probs, Problem{File: filepath.Join(dir, name), Line: locationRow(a.Location), Message: fmt.Sprintf(
@@ -99,6 +108,9 @@ func discover(dir string, c *compiled) ([]*Policy, error) {
 	out := make([]*Policy, 0, len(order))
 	for _, id := range order {
 		if p := byID[id]; p.HasDeny || p.HasWarn {
+			if p.Severity == "" {
+				p.Severity = DefaultSeverity
+			}
 			out = append(out, p)
 		}
 	}

@@ -195,6 +195,9 @@ func (e *Engine) acquire(ctx context.Context, sub *Subject, start time.Time) (re
 	if sub != nil {
 		key = sub.Namespace
 	}
+	if isBackground(ctx) {
+		key = backgroundKey
+	}
 	if !e.slots.acquire(ctx, key) {
 		f := e.contextFailure(ctx, start, true)
 		return nil, &f
@@ -246,4 +249,18 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 		decode(res, set.policies[i:i+1], rs)
 	}
 	return res
+}
+
+type backgroundKeyType struct{}
+
+// Background marks evaluations under ctx as background work (the audit): they
+// take an evaluation slot only when no admission request waits for one, and
+// never more than half the slots, so that they cannot slow admission down.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKeyType{}, true)
+}
+
+func isBackground(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKeyType{}).(bool)
+	return b
 }

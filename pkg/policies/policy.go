@@ -12,7 +12,15 @@ const (
 	denyRule          = "deny"
 	warnRule          = "warn"
 	enforcementCustom = "enforcement"
+	severityCustom    = "severity"
 )
+
+// Severities a policy's custom.severity may name (OpenReports' result
+// severities); DefaultSeverity when it names none.
+var Severities = []string{"critical", "high", "medium", "low", "info"}
+
+// DefaultSeverity is a policy's severity without custom.severity.
+const DefaultSeverity = "medium"
 
 // Policy describes one policy of a loaded set: what reports and messages say about
 // it, and how its results are enforced.
@@ -25,6 +33,9 @@ type Policy struct {
 	Description string
 	// Enforcement is METADATA custom.enforcement: what a deny result does.
 	Enforcement admission.Enforcement
+	// Severity is METADATA custom.severity (one of Severities), for the
+	// audit's reports; DefaultSeverity when unset.
+	Severity string
 	// Files are the policy's source files, as paths under the policy directory.
 	Files []string
 	// HasDeny and HasWarn report which of the two rules the package defines.

@@ -12,6 +12,9 @@ import (
 // within each. A namespace holds at most size-1 slots (when size > 1), so a
 // request from a quiet namespace finds one free at once unless several
 // namespaces are busy, and then waits its turn, not behind the whole flood.
+//
+// Background work (the audit) has a key of its own, holds at most half the
+// slots, and gets a freed slot only when no admission request waits for it.
 type slots struct {
 	mu     sync.Mutex
 	size   int
@@ -29,6 +32,17 @@ type slots struct {
 type slotWaiter struct {
 	key     string
 	granted chan struct{}
+}
+
+// backgroundKey is the background work's key; no namespace has this name.
+const backgroundKey = "\x00background"
+
+// share is how many slots key may hold.
+func (s *slots) share(key string) int {
+	if key == backgroundKey {
+		return max(1, s.size/2)
+	}
+	return s.perKey
 }
 
 func newSlots(size int) *slots {
@@ -67,7 +81,7 @@ func (s *slots) acquire(ctx context.Context, key string) bool {
 func (s *slots) take(key string) *slotWaiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inUse < s.size && s.held[key] < s.perKey && len(s.waiting[key]) == 0 {
+	if s.inUse < s.size && s.held[key] < s.share(key) && len(s.waiting[key]) == 0 {
 		s.grant(key)
 		return nil
 	}
@@ -100,39 +114,44 @@ func (s *slots) grant(key string) {
 }
 
 // dispatch gives free slots to waiting requests, one namespace after the
-// other from next, skipping namespaces at their share.
+// other from next, skipping namespaces at their share; background work only
+// when no namespace can take the slot.
 func (s *slots) dispatch() {
 	for s.inUse < s.size && len(s.ring) > 0 {
-		granted := false
-		for i := 0; i < len(s.ring); i++ {
-			at := (s.next + i) % len(s.ring)
-			key := s.ring[at]
-			if s.held[key] >= s.perKey {
-				continue
-			}
-			q := s.waiting[key]
-			w := q[0]
-			s.waiting[key] = q[1:]
-			s.grant(key)
-			close(w.granted)
-			if len(s.waiting[key]) == 0 {
-				s.removeFromRing(at)
-				s.next = at // the namespace after it moved into its place
-			} else {
-				s.next = at + 1
-			}
-			if len(s.ring) > 0 {
-				s.next %= len(s.ring)
-			} else {
-				s.next = 0
-			}
-			granted = true
-			break
-		}
-		if !granted {
+		if !s.grantNext(false) && !s.grantNext(true) {
 			return // every waiting namespace is at its share
 		}
 	}
+}
+
+// grantNext grants a slot to the first eligible waiter from next, of
+// admission (background false) or of background work.
+func (s *slots) grantNext(background bool) bool {
+	for i := 0; i < len(s.ring); i++ {
+		at := (s.next + i) % len(s.ring)
+		key := s.ring[at]
+		if (key == backgroundKey) != background || s.held[key] >= s.share(key) {
+			continue
+		}
+		q := s.waiting[key]
+		w := q[0]
+		s.waiting[key] = q[1:]
+		s.grant(key)
+		close(w.granted)
+		if len(s.waiting[key]) == 0 {
+			s.removeFromRing(at)
+			s.next = at // the namespace after it moved into its place
+		} else {
+			s.next = at + 1
+		}
+		if len(s.ring) > 0 {
+			s.next %= len(s.ring)
+		} else {
+			s.next = 0
+		}
+		return true
+	}
+	return false
 }
 
 // dequeue removes a waiter whose context ended.

@@ -127,3 +127,23 @@ var _ = Describe("the evaluation slots", func() {
 		s.release("a")
 	})
 })
+
+var _ = Describe("background work in the evaluation slots", func() {
+	It("holds at most half the slots, and gets a freed slot only when no admission request waits", func() {
+		s := newSlots(4)
+		for range 2 {
+			Expect(s.take(backgroundKey)).To(BeNil())
+		}
+		w := s.take(backgroundKey)
+		Expect(w).NotTo(BeNil(), "half the slots at most")
+		Expect(s.take("ml")).To(BeNil())
+		Expect(s.take("ml")).To(BeNil())
+		adm := s.take("ml")
+		Expect(adm).NotTo(BeNil(), "the pool is full")
+		s.release(backgroundKey)
+		Eventually(adm.granted).Should(BeClosed(), "admission first")
+		Consistently(w.granted).WithTimeout(20 * time.Millisecond).ShouldNot(BeClosed())
+		s.release("ml")
+		Eventually(w.granted).Should(BeClosed(), "then the background work")
+	})
+})

@@ -19,6 +19,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -27,6 +28,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/audit"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
@@ -42,6 +44,9 @@ type Options struct {
 	// Namespace is the server's own namespace, always exempt.
 	Namespace string
 	CertDir   string
+	// AuditIdentity names this replica in the audit Lease (the pod name in a
+	// cluster); empty means the host name and a random suffix.
+	AuditIdentity string
 	// ClientCAFile, when set, is a PEM bundle: the webhook port then requires
 	// a client certificate it signed (the API server's, for webhook calls),
 	// re-read when the file changes.
@@ -91,7 +96,43 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(kueue.AddToScheme(s))
+	utilruntime.Must(audit.AddToScheme(s))
 	return s
+}
+
+// addAudit adds the audit loop: it judges with the webhook's own pipeline,
+// view and policy engine (its evaluations yield to admission's), once the
+// caches have synced and a policy set has loaded.
+func (s *Server) addAudit(o Options, pipeline *guard.Pipeline, view cluster.View, engine *policies.Engine) error {
+	// Reports are written with a client that reads the API server, not a
+	// cache: the server never watches Reports.
+	c, err := client.New(o.RESTConfig, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	loop, err := audit.NewLoop(audit.LoopOptions{
+		Config: o.Config, OwnNamespace: o.Namespace, RESTConfig: o.RESTConfig, Client: c,
+		Pipeline: pipeline, View: view, Identity: o.AuditIdentity,
+		Severity: func(rule string) string {
+			for _, p := range engine.Policies() {
+				if p.ID == rule {
+					return p.Severity
+				}
+			}
+			return policies.DefaultSeverity
+		},
+		Ready: func() error {
+			if err := s.cacheSynced(nil); err != nil {
+				return err
+			}
+			return engine.ReadyCheck(nil)
+		},
+		Registerer: crmetrics.Registry, Logger: o.Logger.WithName("audit"),
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return s.mgr.Add(loop)
 }
 
 // Server is a configured, not yet started webhook server.
@@ -207,6 +248,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 
 	s := &Server{mgr: mgr, delay: o.ShutdownDelay, logger: o.Logger}
+	if o.Config.Audit.Enabled() {
+		if err := s.addAudit(o, pipeline, view, engine); err != nil {
+			return nil, err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,8 @@ var crdSources = []crdSource{
 	{module: "github.com/project-codeflare/appwrapper", globs: []string{"config/crd/bases/*.yaml"}},
 	{module: "sigs.k8s.io/lws", globs: []string{"config/crd/bases/*.yaml"}},
 	{module: "github.com/kubeflow/spark-operator/v2", globs: []string{"config/crd/bases/*.yaml"}},
+	// The audit's reports.
+	{module: "github.com/openreports/reports-api", globs: []string{"config/crd/openreports.io_reports.yaml"}},
 }
 
 // CRDModules are the modules whose CRDs are installed; `make testdeps` downloads

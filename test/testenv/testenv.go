@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -179,6 +180,9 @@ type Server struct {
 	done       chan error
 	ProbeAddr  string
 	MetricAddr string
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // StartServer runs kueue-guard's real server (the same wiring as `serve`) against
@@ -253,9 +257,13 @@ func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg 
 }
 
 // Stop shuts the server down and waits for it.
+// A second Stop returns the first one's result.
 func (s *Server) Stop() error {
-	s.cancel()
-	return <-s.done
+	s.stopOnce.Do(func() {
+		s.cancel()
+		s.stopErr = <-s.done
+	})
+	return s.stopErr
 }
 
 // Terminate tells the server to stop, as SIGTERM does, without waiting; Done

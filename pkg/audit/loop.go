@@ -1,0 +1,243 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+)
+
+// LeaseName is the Lease, in the server's namespace, whose holder audits.
+const LeaseName = "kueue-guard-audit"
+
+// The Lease's timings: a new holder takes over within about LeaseDuration of
+// the old one stopping without releasing it (a crash), at once when it
+// releases it (a rollout).
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// LoopOptions configure serve's audit loop.
+type LoopOptions struct {
+	Config       *config.Configuration
+	OwnNamespace string
+	RESTConfig   *rest.Config
+	// Client writes the Reports (uncached; its scheme has openreports.io).
+	Client client.Client
+	// Pipeline and View are the webhook's own: the audit judges with exactly
+	// what admission judges with.
+	Pipeline *admission.Pipeline
+	View     cluster.View
+	// Severity is a rule's severity for the reports (policies' custom.severity).
+	Severity func(rule string) string
+	// Identity names this replica in the Lease; empty means the host name and
+	// a random suffix.
+	Identity string
+	// Ready fails until the pipeline can judge (caches synced, policies
+	// loaded); a run waits for it.
+	Ready      func() error
+	Registerer prometheus.Registerer
+	Logger     logr.Logger
+}
+
+// Loop is the audit loop: run by one replica at a time, the holder of the
+// Lease. Losing the Lease (an API server outage, say) only pauses the audit:
+// the webhook never stops for it.
+type Loop struct {
+	o       LoopOptions
+	metrics *Metrics
+}
+
+// NewLoop validates the options and registers the metrics.
+func NewLoop(o LoopOptions) (*Loop, error) {
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = host + "_" + uuid.NewString()[:8]
+	}
+	if o.Severity == nil {
+		o.Severity = func(string) string { return DefaultSeverity }
+	}
+	m, err := NewMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{o: o, metrics: m}, nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the loop
+// elects itself (see Start), so that the manager never needs leadership.
+func (l *Loop) NeedLeaderElection() bool { return false }
+
+// Start campaigns for the Lease until ctx ends, auditing while it holds it.
+func (l *Loop) Start(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(l.o.RESTConfig)
+	if err != nil {
+		return err
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: l.o.OwnNamespace, Name: LeaseName},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: l.o.Identity},
+	}
+	log := l.o.Logger.WithValues("identity", l.o.Identity, "lease", l.o.OwnNamespace+"/"+LeaseName)
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+			ReleaseOnCancel: true, Name: LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(lctx context.Context) {
+					log.Info("auditing: this replica holds the audit Lease")
+					l.metrics.Leader.Set(1)
+					l.auditEvery(lctx)
+				},
+				OnStoppedLeading: func() {
+					l.metrics.Leader.Set(0)
+					log.Info("not auditing: the audit Lease is held by another replica or could not be renewed")
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(ctx)
+		// Run returns when the Lease is lost or ctx ends; campaign again.
+		select {
+		case <-ctx.Done():
+		case <-time.After(retryPeriod):
+		}
+	}
+	return nil
+}
+
+// auditEvery runs the audit at once and then every interval, until ctx ends.
+func (l *Loop) auditEvery(ctx context.Context) {
+	interval := l.o.Config.Audit.Interval.Duration
+	for l.o.Ready != nil && l.o.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	warnedNoReports := false
+	for {
+		start := time.Now()
+		// A run may take at most one interval.
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		run, err := l.RunOnce(rctx)
+		cancel()
+		if errors.Is(err, ErrNoReportsAPI) {
+			if !warnedNoReports {
+				l.o.Logger.Info("audit results go to the metrics only", "reason", err.Error())
+				warnedNoReports = true
+			}
+			err = nil
+		}
+		if err != nil && ctx.Err() == nil {
+			l.metrics.Errors.Inc()
+			l.o.Logger.Error(err, "audit run failed")
+		} else if run != nil {
+			l.o.Logger.V(1).Info("audit run done", "workloads", len(run.Workloads), "took", time.Since(start).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(interval))):
+		}
+	}
+}
+
+// Run is one audit run's results.
+type Run struct {
+	// At is when the run started; Took how long it took.
+	At   time.Time
+	Took time.Duration
+	// Workloads are the judged workloads, with their findings.
+	Workloads []*Judged
+	Listing   *Listing
+}
+
+// Judged is one workload's judgement.
+type Judged struct {
+	APIVersion, Kind, Namespace, Name string
+	UID                               types.UID
+	// Findings are the violations, whatever their enforcement.
+	Findings []admission.Violation
+	// Err is set when the pipeline could not judge it.
+	Err error
+}
+
+// RunOnce lists and judges every workload once, then publishes the metrics
+// and (with audit.reports) the Reports.
+func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
+	run := &Run{At: time.Now()}
+	listing, err := List(ctx, l.o.RESTConfig, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
+		Limit: l.o.Config.Audit.MaxObjects})
+	if err != nil {
+		return nil, err
+	}
+	run.Listing = listing
+	// Evaluations take policy slots only when admission does not wait for
+	// them, and never more than half.
+	bctx := policies.Background(ctx)
+	for _, u := range listing.Workloads {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("the run took longer than audit.interval, %d of %d workloads judged: %w",
+				len(run.Workloads), len(listing.Workloads), err)
+		}
+		gvk := u.GroupVersionKind()
+		j := &Judged{APIVersion: u.GetAPIVersion(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}
+		req := &admission.Request{
+			UID: types.UID("audit-" + string(u.GetUID())), Operation: admissionv1.Create, Kind: gvk,
+			Namespace: u.GetNamespace(), Name: u.GetName(), Object: trimmed(u),
+			UserInfo: authenticationv1.UserInfo{Username: Auditor, Groups: []string{"system:authenticated"}},
+		}
+		d, err := l.o.Pipeline.Workload(bctx, req, l.o.View)
+		if err != nil {
+			j.Err = err
+		} else {
+			j.Findings = d.Violations
+		}
+		run.Workloads = append(run.Workloads, j)
+	}
+	sort.SliceStable(run.Workloads, func(a, b int) bool {
+		x, y := run.Workloads[a], run.Workloads[b]
+		if x.Namespace != y.Namespace {
+			return x.Namespace < y.Namespace
+		}
+		if x.Kind != y.Kind {
+			return x.Kind < y.Kind
+		}
+		return x.Name < y.Name
+	})
+	run.Took = time.Since(run.At)
+	l.metrics.publish(run)
+	if *l.o.Config.Audit.Reports {
+		if err := l.writeReports(ctx, run); err != nil {
+			return run, fmt.Errorf("writing the reports: %w", err)
+		}
+	}
+	return run, nil
+}

@@ -1,0 +1,161 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
+)
+
+// Report naming and labels.
+const (
+	// ReportName is the name of kueue-guard's Report in each namespace.
+	ReportName = "kueue-guard"
+	// Source is the Reports' source, as OpenReports consumers group them.
+	Source = "kueue-guard"
+	// ManagedByLabel marks the Reports kueue-guard writes (and may delete).
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "kueue-guard"
+	// RunAnnotation is the run the Report is from (RFC 3339) and the
+	// replica that wrote it.
+	RunAnnotation       = "kueue-guard.io/audit-run"
+	AuditedByAnnotation = "kueue-guard.io/audited-by"
+	// DefaultSeverity is a result's severity when its policy names none.
+	DefaultSeverity = "medium"
+	// allRules is the rule of a workload's pass result: every check passed.
+	allRules = "all"
+)
+
+// ErrNoReportsAPI is a run that could not write Reports because the cluster
+// does not serve openreports.io/v1alpha1: the results are in the metrics only.
+var ErrNoReportsAPI = errors.New("the cluster does not serve openreports.io/v1alpha1 Reports (install the OpenReports CRDs, or set audit.reports: false)")
+
+// AddToScheme adds the Report types.
+func AddToScheme(s *runtime.Scheme) error { return openreports.AddToScheme(s) }
+
+// reportsFor builds one Report per namespace with audited workloads: a result
+// per finding (fail for a denial, warn for a warning or a dryrun finding), a
+// pass result for a workload without any, an error result for one the
+// pipeline could not judge. The summary counts every result; at most max are
+// kept (failures first).
+func (l *Loop) reportsFor(run *Run) map[string]*openreports.Report {
+	out := map[string]*openreports.Report{}
+	ts := metav1.Timestamp{Seconds: run.At.Unix()}
+	for _, j := range run.Workloads {
+		r, ok := out[j.Namespace]
+		if !ok {
+			r = &openreports.Report{
+				ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: ReportName,
+					Labels: map[string]string{ManagedByLabel: managedBy},
+					Annotations: map[string]string{RunAnnotation: run.At.UTC().Format("2006-01-02T15:04:05Z"),
+						AuditedByAnnotation: l.o.Identity}},
+				Source: Source,
+				Scope:  &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: j.Namespace},
+			}
+			out[j.Namespace] = r
+		}
+		subject := []corev1.ObjectReference{{APIVersion: j.APIVersion, Kind: j.Kind, Namespace: j.Namespace, Name: j.Name, UID: j.UID}}
+		add := func(res openreports.ReportResult) {
+			res.Source, res.Timestamp, res.Subjects = Source, ts, subject
+			r.Results = append(r.Results, res)
+			switch res.Result {
+			case ResultPass:
+				r.Summary.Pass++
+			case ResultFail:
+				r.Summary.Fail++
+			case ResultWarn:
+				r.Summary.Warn++
+			case ResultError:
+				r.Summary.Error++
+			}
+		}
+		switch {
+		case j.Err != nil:
+			add(openreports.ReportResult{Policy: "kueue-guard", Rule: allRules, Result: ResultError,
+				Severity: DefaultSeverity, Description: "kueue-guard could not judge this workload: " + j.Err.Error()})
+		case len(j.Findings) == 0:
+			add(openreports.ReportResult{Policy: "kueue-guard", Rule: allRules, Result: ResultPass,
+				Description: "would be admitted if created now"})
+		}
+		for _, v := range j.Findings {
+			props := map[string]string{"enforcement": string(v.Enforcement)}
+			if v.Field != nil {
+				props["field"] = fieldpath.String(v.Field)
+			}
+			add(openreports.ReportResult{Policy: v.Rule, Result: openreports.Result(findingResult(v)),
+				Severity: openreports.ResultSeverity(l.o.Severity(v.Rule)), Scored: v.Enforcement != "dryrun",
+				Description: v.Message, Properties: props})
+		}
+	}
+	max := l.o.Config.Audit.MaxResultsPerReport
+	for _, r := range out {
+		// Failures first, then errors, warnings and passes, each in workload order.
+		rank := map[openreports.Result]int{ResultFail: 0, ResultError: 1, ResultWarn: 2, ResultPass: 3}
+		sort.SliceStable(r.Results, func(a, b int) bool { return rank[r.Results[a].Result] < rank[r.Results[b].Result] })
+		if max > 0 && len(r.Results) > max {
+			r.Results = r.Results[:max]
+			r.Configuration = &openreports.ReportConfiguration{Limits: openreports.Limits{MaxResults: max}}
+		}
+	}
+	return out
+}
+
+// writeReports creates or replaces each namespace's Report and deletes
+// kueue-guard's Reports in namespaces the run found no workload in.
+func (l *Loop) writeReports(ctx context.Context, run *Run) error {
+	want := l.reportsFor(run)
+	var existing openreports.ReportList
+	if err := l.o.Client.List(ctx, &existing, client.MatchingLabels{ManagedByLabel: managedBy}); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return ErrNoReportsAPI
+		}
+		return err
+	}
+	var errs []error
+	for i := range existing.Items {
+		old := &existing.Items[i]
+		if old.Name != ReportName {
+			continue
+		}
+		// A run cut at audit.maxObjects has not seen every namespace: it
+		// deletes nothing.
+		if _, ok := want[old.Namespace]; ok || run.Listing.Truncated {
+			continue
+		}
+		if err := l.o.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting %s/%s: %w", old.Namespace, old.Name, err))
+		}
+	}
+	byNS := map[string]*openreports.Report{}
+	for i := range existing.Items {
+		byNS[existing.Items[i].Namespace] = &existing.Items[i]
+	}
+	for ns, r := range want {
+		if old, ok := byNS[ns]; ok && old.Name == ReportName {
+			r.ResourceVersion = old.ResourceVersion
+			if err := l.o.Client.Update(ctx, r); err != nil {
+				errs = append(errs, fmt.Errorf("updating %s/%s: %w", ns, r.Name, err))
+			}
+			continue
+		}
+		err := l.o.Client.Create(ctx, r)
+		if apierrors.IsAlreadyExists(err) {
+			// Written by someone else meanwhile, or not ours: leave it.
+			err = fmt.Errorf("a Report %s/%s not labelled %s=%s exists: kueue-guard leaves it alone", ns, r.Name, ManagedByLabel, managedBy)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("creating %s/%s: %w", ns, r.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
