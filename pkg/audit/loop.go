@@ -201,7 +201,9 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	run.Listing = listing
 	// Evaluations take policy slots only when admission does not wait for
 	// them, and never more than half.
-	bctx := policies.Background(ctx)
+	// The findings go to the reports and metrics: the per-request log lines
+	// of admission (a dryrun violation each) would repeat every run.
+	bctx := logr.NewContext(policies.Background(ctx), logr.Discard())
 	for _, u := range listing.Workloads {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("the run took longer than audit.interval, %d of %d workloads judged: %w",

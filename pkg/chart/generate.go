@@ -25,6 +25,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
 
@@ -88,6 +89,9 @@ type GeneratedRBAC struct {
 	// KueueNamespaceRules go into a Role in config.kueueNamespace: kinds whose
 	// other namespaces the server has no business reading.
 	KueueNamespaceRules []rbacv1.PolicyRule `json:"kueueNamespaceRules"`
+	// AuditRules go into the audit's ClusterRole: a list of every catalog kind,
+	// in every namespace (the audit reads page by page, never watches).
+	AuditRules []rbacv1.PolicyRule `json:"auditRules"`
 }
 
 // Webhooks returns the generated webhook blocks, keyed as in the chart values,
@@ -155,7 +159,15 @@ func RBAC() (*GeneratedRBAC, error) {
 		}
 		target[gvk.Group] = append(target[gvk.Group], plural.Resource)
 	}
-	return &GeneratedRBAC{ClusterRules: readRules(clusterWide), KueueNamespaceRules: readRules(kueueNS)}, nil
+	listed := map[string][]string{}
+	for _, in := range integrations.All() {
+		listed[in.GVK.Group] = append(listed[in.GVK.Group], in.Resource)
+	}
+	audit := readRules(listed)
+	for i := range audit {
+		audit[i].Verbs = []string{"list"}
+	}
+	return &GeneratedRBAC{ClusterRules: readRules(clusterWide), KueueNamespaceRules: readRules(kueueNS), AuditRules: audit}, nil
 }
 
 // readRules turns group → resources into get/list/watch rules, sorted and
@@ -264,7 +276,7 @@ func Generated(root string) (map[string][]byte, error) {
 	if out[WebhooksFile], err = marshalGenerated("pkg/webhookconfig (names, paths, rules)", hooks); err != nil {
 		return nil, err
 	}
-	if out[RBACFile], err = marshalGenerated("pkg/cluster.CachedTypes and the guards' reads", rbac); err != nil {
+	if out[RBACFile], err = marshalGenerated("pkg/cluster.CachedTypes, the guards' reads and the integration catalog (audit)", rbac); err != nil {
 		return nil, err
 	}
 	if out[AdmissionPoliciesFile], err = marshalGenerated("the CEL twins of pkg/admission's rule registry", AdmissionPolicies()); err != nil {

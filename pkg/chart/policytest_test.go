@@ -10,7 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // policyTestPod is the chart's helm test Pod.
@@ -136,5 +139,47 @@ var _ = Describe("server.clientCAConfigMap", func() {
 	It("is off by default", func() {
 		c := render(defaultValues).deployment().Spec.Template.Spec.Containers[0]
 		Expect(strings.Join(c.Args, " ")).NotTo(ContainSubstring("--client-ca-file"))
+	})
+})
+
+var _ = Describe("the audit's RBAC", func() {
+	It("lists every catalog kind and nothing else, writes only Reports, and holds only its own Lease", func() {
+		r := render(defaultValues)
+		cr := typed[*rbacv1.ClusterRole](r.get("ClusterRole", "kueue-guard-audit"))
+		want := map[string]bool{}
+		for _, in := range integrations.All() {
+			want[in.GVK.Group+"/"+in.Resource] = true
+		}
+		got := map[string]bool{}
+		for _, rule := range cr.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					if g == "openreports.io" {
+						Expect(res).To(Equal("reports"))
+						Expect(rule.Verbs).To(ConsistOf("get", "list", "create", "update", "delete"))
+						continue
+					}
+					Expect(rule.Verbs).To(Equal([]string{"list"}), "%s/%s: list only, no watch or get", g, res)
+					got[g+"/"+res] = true
+				}
+			}
+		}
+		Expect(got).To(Equal(want))
+		role := typed[*rbacv1.Role](r.get("Role", "kueue-guard-audit-lease"))
+		Expect(role.Namespace).To(Equal(ns))
+		Expect(role.Rules).To(ConsistOf(
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"kueue-guard-audit"}, Verbs: []string{"get", "update"}},
+		))
+	})
+
+	It("is left out with the audit off, and drops the Reports with reports off", func() {
+		off := render("audit: {interval: 0s}")
+		Expect(off.has("ClusterRole", "kueue-guard-audit")).To(BeFalse())
+		Expect(off.has("Role", "kueue-guard-audit-lease")).To(BeFalse())
+		noReports := typed[*rbacv1.ClusterRole](render("audit: {reports: {enabled: false}}").get("ClusterRole", "kueue-guard-audit"))
+		for _, rule := range noReports.Rules {
+			Expect(rule.APIGroups).NotTo(ContainElement("openreports.io"))
+		}
 	})
 })

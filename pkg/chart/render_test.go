@@ -221,6 +221,8 @@ var _ = Describe("default values", func() {
 			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
 			"ValidatingAdmissionPolicy/kueue-guard-kueue-webhooks", "ValidatingAdmissionPolicyBinding/kueue-guard-kueue-webhooks",
 			"Pod/kueue-guard-policy-test",
+			"ClusterRole/kueue-guard-audit", "ClusterRoleBinding/kueue-guard-audit",
+			"Role/kueue-guard-audit-lease", "RoleBinding/kueue-guard-audit-lease",
 		))
 	})
 
