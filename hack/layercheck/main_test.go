@@ -36,7 +36,8 @@ var _ = Describe("the layer check", func() {
 		layers, err := parseLayers(f)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(layers).To(HaveKeyWithValue("pkg/admission", 3))
-		Expect(layers).To(HaveKeyWithValue("cmd/webhook", 7))
+		Expect(layers).To(HaveKeyWithValue("pkg/audit", 6))
+		Expect(layers).To(HaveKeyWithValue("cmd/webhook", 8))
 	})
 
 	It("refuses a table that places a package twice", func() {

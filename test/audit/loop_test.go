@@ -230,6 +230,38 @@ var _ = Describe("the audit loop", Ordered, func() {
 		}).WithTimeout(10*time.Second).Should(BeNumerically(">=", 2), "the two Jobs here, and the other suites' Jobs")
 	})
 
+	It("are what kubectl get reports shows, and what kueue-guard audit -o json finds", func() {
+		out, stderr, err := env.Kubectl(nil, "get", "reports", "-n", ns)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(out).To(MatchRegexp(`(?m)^NAME\s+PASS\s+FAIL\s+WARN\s+ERROR\s+SKIP\s+AGE`))
+		Expect(out).To(MatchRegexp(`(?m)^kueue-guard\s+0\s+1\s+2\s+0\s+0\s`))
+		AddReportEntry("kubectl get reports -n "+ns, out)
+		yamlOut, _, err := env.Kubectl(nil, "get", "report", audit.ReportName, "-n", ns, "-o", "yaml")
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("the Report", yamlOut)
+
+		r, err := report(ns)
+		Expect(err).NotTo(HaveOccurred())
+		fromReport := map[string][]string{}
+		for _, res := range r.Results {
+			if res.Result != "pass" {
+				fromReport[res.Subjects[0].Name] = append(fromReport[res.Subjects[0].Name], res.Policy+"/"+string(res.Result))
+			}
+		}
+		cli := runAudit("--config", writeConfig("oss"), "--policies", policyDir, "-n", ns)
+		fromCLI := map[string][]string{}
+		for _, o := range cli.report.Objects {
+			for _, f := range o.Findings {
+				result := "warn"
+				if f.Enforcement == "deny" {
+					result = "fail"
+				}
+				fromCLI[o.Name] = append(fromCLI[o.Name], f.Rule+"/"+result)
+			}
+		}
+		Expect(fromCLI).To(Equal(fromReport))
+	})
+
 	It("passes a fixed workload and forgets a deleted one on the next runs", func() {
 		big := &unstructured.Unstructured{}
 		big.SetGroupVersionKind(fixtures.Job(ns, "big").GroupVersionKind())
