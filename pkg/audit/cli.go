@@ -102,7 +102,8 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, stdout, stderr io.Writ
 	if err != nil {
 		return fail(err)
 	}
-	ro := review.RenderOptions{Color: os.Getenv("NO_COLOR") == "" && review.IsTerminal(stdout), ToolVersion: c.Version}
+	ro := review.RenderOptions{Color: os.Getenv("NO_COLOR") == "" && review.IsTerminal(stdout), ToolVersion: c.Version,
+		Command: "kueue-guard audit"}
 	if err := review.Render(stdout, rep, c.Output, ro); err != nil {
 		return fail(fmt.Errorf("writing the report: %w", err))
 	}
@@ -124,7 +125,7 @@ func Judge(ctx context.Context, o review.Options, where string, l *Listing) (*re
 	o.User = authenticationv1.UserInfo{Username: Auditor}
 	manifests := make([]*review.Manifest, len(l.Workloads))
 	for i, u := range l.Workloads {
-		manifests[i] = &review.Manifest{Source: review.Source{File: where, Document: i + 1}, Object: trimmed(u)}
+		manifests[i] = &review.Manifest{Source: review.Source{File: "live cluster " + where, Document: i + 1}, Object: trimmed(u)}
 	}
 	rep, err := review.Review(ctx, o, manifests, nil)
 	if err != nil {

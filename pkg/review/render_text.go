@@ -38,6 +38,8 @@ type RenderOptions struct {
 	ShowMutations string
 	// ToolVersion is kueue-guard's version, for SARIF.
 	ToolVersion string
+	// Command names the report in the text header; "" is "kueue-guard review".
+	Command string
 }
 
 // Render writes the report in a format.
@@ -136,7 +138,7 @@ func plural(n int, one, many string) string {
 // finding with its rule, message, field and line, then a summary line.
 func RenderText(w io.Writer, rep *Report, o RenderOptions) error {
 	t := &textWriter{w: w, color: o.Color}
-	t.header(rep)
+	t.header(rep, o.Command)
 	files, groups := rep.byFile()
 	for _, f := range files {
 		t.printf("\n%s\n", t.paint(ansiBold, f))
@@ -157,7 +159,10 @@ func RenderText(w io.Writer, rep *Report, o RenderOptions) error {
 	return t.err
 }
 
-func (t *textWriter) header(rep *Report) {
+func (t *textWriter) header(rep *Report, command string) {
+	if command == "" {
+		command = "kueue-guard review"
+	}
 	c := rep.Context
 	state := "none"
 	switch c.ClusterState {
@@ -174,7 +179,7 @@ func (t *textWriter) header(rep *Report) {
 	if c.Config != "" {
 		config = c.Config
 	}
-	t.printf("%s\n", t.paint(ansiBold, "kueue-guard review"))
+	t.printf("%s\n", t.paint(ansiBold, command))
 	t.printf("  cluster state: %s\n", state)
 	t.printf("  policies:      %s\n", policies)
 	t.printf("  config:        %s (installProfile %s)\n", config, c.InstallProfile)
@@ -198,11 +203,19 @@ func (t *textWriter) object(o *Object, ro RenderOptions) {
 			code = ansiDim
 		}
 		t.line(f.Enforcement, code, fmt.Sprintf("[%s] %s", f.Rule, f.Message))
-		where := fmt.Sprintf("line %d", f.Line)
-		if f.Field != "" {
-			where = f.Field + " (" + where + ")"
+		// A workload read from a cluster has no lines: the field alone.
+		var where string
+		switch {
+		case f.Line > 0 && f.Field != "":
+			where = fmt.Sprintf("%s (line %d)", f.Field, f.Line)
+		case f.Line > 0:
+			where = fmt.Sprintf("line %d", f.Line)
+		default:
+			where = f.Field
 		}
-		t.printf("  %s  %s\n", strings.Repeat(" ", 10), t.paint(ansiDim, "at "+where))
+		if where != "" {
+			t.printf("  %s  %s\n", strings.Repeat(" ", 10), t.paint(ansiDim, "at "+where))
+		}
 	}
 	if ro.ShowMutations == ShowPatches {
 		for _, op := range o.Patch {

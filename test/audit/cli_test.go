@@ -149,6 +149,20 @@ var _ = Describe("kueue-guard audit", Ordered, func() {
 		}
 	})
 
+	It("prints the reviewer's text report", func() {
+		c := &audit.CLI{}
+		fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
+		c.AddFlags(fs)
+		Expect(fs.Parse([]string{"--kubeconfig", env.KubeconfigPath, "--config", writeConfig("oss"), "--policies", policyDir, "-n", "ml"})).To(Succeed())
+		var out, errOut bytes.Buffer
+		code, _ := c.Run(ctx, fs, &out, &errOut)
+		Expect(code).To(Equal(review.ExitDenied))
+		Expect(out.String()).To(ContainSubstring("Job ml/big"))
+		Expect(out.String()).To(ContainSubstring("[kueue_guard.max_gpus_per_workload]"))
+		Expect(out.String()).To(ContainSubstring("as CREATEs by " + audit.Auditor))
+		AddReportEntry("kueue-guard audit -n ml", out.String())
+	})
+
 	It("audits one namespace with -n, and exits 0 when everything there would be admitted", func() {
 		r := runAudit("--config", writeConfig("oss"), "--policies", policyDir, "-n", "other")
 		Expect(r.code).To(Equal(review.ExitAllowed), r.stderr)
