@@ -44,14 +44,11 @@ func run(ctx context.Context, o *options) (err error) {
 	p := makePlan(o, b.eps, b.bodies)
 	fmt.Println(p.describe(o))
 
-	if b.workDir, err = os.MkdirTemp("", "kueue-guard-bench-"); err != nil {
+	cleanup, err := b.makeWorkDir("kueue-guard-bench-")
+	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.workDir)
-	b.certDir = filepath.Join(b.workDir, "certs")
-	if err := writeServingCert(b.certDir); err != nil {
-		return err
-	}
+	defer cleanup()
 	b.results.Machine = describeMachine(o)
 
 	if o.goBench != "" {
@@ -134,19 +131,9 @@ func (b *bench) runPackageBenchmarks(ctx context.Context) {
 // startAll starts the control plane with the example cluster, then kueue-guard,
 // the floor and OPA, and reads their idle memory.
 func (b *bench) startAll(ctx context.Context) error {
-	fmt.Println("starting the control plane (bin/testcp) …")
-	env, err := testenv.Start(nil, nil)
-	if err != nil {
+	if err := b.startControlPlane(); err != nil {
 		return err
 	}
-	b.env = env
-	if out, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace); err != nil {
-		return fmt.Errorf("creating %s: %v: %s%s", testenv.ServerNamespace, err, out, stderr)
-	}
-	if out, stderr, err := env.Kubectl(nil, "apply", "-f", b.o.clusterState); err != nil {
-		return fmt.Errorf("applying %s: %v: %s%s", b.o.clusterState, err, out, stderr)
-	}
-	b.guard.kubeconfig, b.guard.certDir = env.KubeconfigPath, b.certDir
 
 	fmt.Println("starting kueue-guard, the floor server and OPA …")
 	floor, err := startFloor(ctx, b.workDir, b.certDir)
@@ -180,6 +167,39 @@ func (b *bench) startAll(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// makeWorkDir makes the run's temporary directory and its serving
+// certificate; cleanup removes them.
+func (b *bench) makeWorkDir(prefix string) (cleanup func(), err error) {
+	if b.workDir, err = os.MkdirTemp("", prefix); err != nil {
+		return nil, err
+	}
+	b.certDir = filepath.Join(b.workDir, "certs")
+	if err := writeServingCert(b.certDir); err != nil {
+		os.RemoveAll(b.workDir)
+		return nil, err
+	}
+	return func() { os.RemoveAll(b.workDir) }, nil
+}
+
+// startControlPlane starts the control plane with kueue-guard's namespace and
+// the example cluster, and points kueue-guard's arguments at it.
+func (b *bench) startControlPlane() error {
+	fmt.Println("starting the control plane (bin/testcp) …")
+	env, err := testenv.Start(nil, nil)
+	if err != nil {
+		return err
+	}
+	b.env = env
+	if out, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace); err != nil {
+		return fmt.Errorf("creating %s: %v: %s%s", testenv.ServerNamespace, err, out, stderr)
+	}
+	if out, stderr, err := env.Kubectl(nil, "apply", "-f", b.o.clusterState); err != nil {
+		return fmt.Errorf("applying %s: %v: %s%s", b.o.clusterState, err, out, stderr)
+	}
+	b.guard.kubeconfig, b.guard.certDir = env.KubeconfigPath, b.certDir
 	return nil
 }
 

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // The soak (make soak): kueue-guard alone, usually built with -race, under an
@@ -56,26 +54,15 @@ func runSoak(ctx context.Context, o *options, d time.Duration) (err error) {
 	if err := b.prepareSoak(ctx); err != nil {
 		return err
 	}
-	if b.workDir, err = os.MkdirTemp("", "kueue-guard-soak-"); err != nil {
+	cleanup, err := b.makeWorkDir("kueue-guard-soak-")
+	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.workDir)
-	b.certDir = filepath.Join(b.workDir, "certs")
-	if err := writeServingCert(b.certDir); err != nil {
-		return err
-	}
+	defer cleanup()
 	defer b.stopAll()
-	fmt.Println("starting the control plane (bin/testcp) …")
-	if b.env, err = testenv.Start(nil, nil); err != nil {
+	if err := b.startControlPlane(); err != nil {
 		return err
 	}
-	if out, stderr, err := b.env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace); err != nil {
-		return fmt.Errorf("creating %s: %v: %s%s", testenv.ServerNamespace, err, out, stderr)
-	}
-	if out, stderr, err := b.env.Kubectl(nil, "apply", "-f", o.clusterState); err != nil {
-		return fmt.Errorf("applying %s: %v: %s%s", o.clusterState, err, out, stderr)
-	}
-	b.guard.kubeconfig, b.guard.certDir = b.env.KubeconfigPath, b.certDir
 	fmt.Printf("starting %s …\n", o.kueueGuard)
 	guard, err := startGuard(ctx, b.guard, filepath.Join(b.workDir, "kueue-guard.log"))
 	if err != nil {
