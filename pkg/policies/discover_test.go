@@ -1,6 +1,7 @@
 package policies_test
 
 import (
+	"errors"
 	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -58,5 +59,29 @@ warn contains "b" if false
 		v, hash := e.Version()
 		Expect(v).To(Equal(uint64(1)))
 		Expect(hash).To(HaveLen(64))
+	})
+})
+
+var _ = Describe("custom.severity", func() {
+	It("is read from METADATA, medium when unset, and a value outside the list refuses the set with file and line", func() {
+		dir := GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{
+			"a.rego": "# METADATA\n# custom:\n#   severity: critical\npackage team.a\n\ndeny contains \"a\" if false\n",
+			"b.rego": "package team.b\n\ndeny contains \"b\" if false\n",
+		})
+		e := loadedEngine(dir)
+		sev := map[string]string{}
+		for _, p := range e.Policies() {
+			sev[p.ID] = p.Severity
+		}
+		Expect(sev).To(Equal(map[string]string{"team.a": "critical", "team.b": policies.DefaultSeverity}))
+
+		writeFiles(dir, map[string]string{"a.rego": "# METADATA\n# custom:\n#   severity: urgent\npackage team.a\n\ndeny contains \"a\" if false\n"})
+		err := e.Load()
+		var le *policies.LoadError
+		Expect(errors.As(err, &le)).To(BeTrue(), "%v", err)
+		Expect(le.Problems[0].File).To(Equal(filepath.Join(dir, "a.rego")))
+		Expect(le.Problems[0].Line).To(Equal(1))
+		Expect(le.Problems[0].Message).To(ContainSubstring("custom.severity must be one of critical, high, medium, low, info; got urgent"))
 	})
 })

@@ -227,7 +227,7 @@ var _ = Describe("the audit loop", Ordered, func() {
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 		Eventually(func() float64 {
 			return metricLine(a.MetricAddr, "kueue_guard_audit_results", `policy="team.trial"`, `enforcement="dryrun"`, `result="warn"`)
-		}).WithTimeout(10*time.Second).Should(BeNumerically(">=", 2), "the two Jobs here, and the other suites' Jobs")
+		}).WithTimeout(10*time.Second).Should(BeNumerically(">=", 2), "the two Jobs here, and the CLI specs' Jobs")
 	})
 
 	It("are what kubectl get reports shows, and what kueue-guard audit -o json finds", func() {
