@@ -136,7 +136,7 @@ var _ = Describe("the webhook port with --client-ca-file", Ordered, func() {
 
 	It("admits the API server's calls, which present its client certificate", func() {
 		Eventually(viaAPIServer).WithTimeout(10*time.Second).
-			Should(MatchRegexp(`cannot read Kueue's queues|LocalQueue "q" does not exist`), "kueue-guard answered the API server")
+			Should(ContainSubstring(`LocalQueue "q"`), "kueue-guard answered the API server (with Kueue installed or not, its warning names the queue)")
 	})
 
 	It("refuses a caller without a certificate, and one with a certificate another CA signed", func() {
