@@ -5,11 +5,10 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,8 +42,8 @@ type ListOptions struct {
 
 // Listing is what List found.
 type Listing struct {
-	// Workloads are the top-level workloads, by kind (catalog order), then
-	// namespace and name.
+	// Workloads are the top-level workloads, by kind (owners first, see
+	// listRank), then namespace and name.
 	Workloads []*unstructured.Unstructured
 	// Kinds are the catalog kinds the cluster serves, which were listed;
 	// NotServed the others.
@@ -56,13 +55,14 @@ type Listing struct {
 	Truncated bool
 }
 
-// List lists every top-level workload of every catalog kind the cluster
-// serves, in the namespaces the webhooks judge. An object whose controller
-// owner is a listed workload of a kind Kueue manages as a whole is part of it,
-// as Kueue counts it, and is left out; an owner reference to an object that
-// does not exist, or to one of the same kind (a Job "owning" a Job, a trick the
-// admission guard refuses), does not hide an object.
-func List(ctx context.Context, cfg *rest.Config, o ListOptions) (*Listing, error) {
+// Lister lists a cluster's workloads: made once, it lists on every run.
+type Lister struct {
+	discovery discovery.DiscoveryInterface
+	dynamic   dynamic.Interface
+}
+
+// NewLister makes the clients the listing reads with.
+func NewLister(cfg *rest.Config) (*Lister, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -71,15 +71,61 @@ func List(ctx context.Context, cfg *rest.Config, o ListOptions) (*Listing, error
 	if err != nil {
 		return nil, err
 	}
-	out := &Listing{}
-	type listed struct {
-		in  *integrations.Integration
-		obj *unstructured.Unstructured
+	return &Lister{discovery: dc, dynamic: dyn}, nil
+}
+
+// List is NewLister(cfg).List(ctx, o), for a one-shot audit.
+func List(ctx context.Context, cfg *rest.Config, o ListOptions) (*Listing, error) {
+	l, err := NewLister(cfg)
+	if err != nil {
+		return nil, err
 	}
-	var all []listed
+	return l.List(ctx, o)
+}
+
+// listRank orders the kinds so that an owner is listed before the kinds it
+// creates (a TrainJob before its JobSet, before its Jobs, before their Pods):
+// a child is then recognized, and dropped, as it is read. A kind not named
+// here is in rank 1. A child met before its owner (an unexpected pair) is
+// judged by itself: the order can cost a finding, never hide a workload.
+var listRank = map[schema.GroupKind]int{
+	{Group: "trainer.kubeflow.org", Kind: "TrainJob"}:            0,
+	{Group: "workload.codeflare.dev", Kind: "AppWrapper"}:        0,
+	{Group: "ray.io", Kind: "RayJob"}:                            0,
+	{Group: "ray.io", Kind: "RayService"}:                        0,
+	{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}: 0,
+	{Group: "batch", Kind: "Job"}:                                2,
+	{Group: "", Kind: "Pod"}:                                     3,
+}
+
+// listOrder is the catalog in listRank order (catalog order within a rank).
+func listOrder() []*integrations.Integration {
+	out := slices.Clone(integrations.All())
+	rank := func(in *integrations.Integration) int {
+		if r, ok := listRank[in.GVK.GroupKind()]; ok {
+			return r
+		}
+		return 1
+	}
+	slices.SortStableFunc(out, func(a, b *integrations.Integration) int { return rank(a) - rank(b) })
+	return out
+}
+
+// List lists every top-level workload of every catalog kind the cluster
+// serves, in the namespaces the webhooks judge. An object whose controller
+// owner is a listed workload of a kind Kueue manages as a whole is part of it,
+// as Kueue counts it, and is left out; an owner reference to an object that
+// does not exist, or to one of the same kind (a Job "owning" a Job, a trick the
+// admission guard refuses), does not hide an object. Only the workloads kept
+// (at most Limit) are held, and the identities of what was read.
+func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
+	out := &Listing{}
 	uids := map[types.UID]schema.GroupKind{}
-	for _, in := range integrations.All() {
-		served, err := servesKind(dc, in)
+	for _, in := range listOrder() {
+		if out.Truncated {
+			break
+		}
+		served, err := servesKind(l.discovery, in)
 		if err != nil {
 			return nil, err
 		}
@@ -89,29 +135,26 @@ func List(ctx context.Context, cfg *rest.Config, o ListOptions) (*Listing, error
 		}
 		out.Kinds = append(out.Kinds, in.GVK)
 		gvr := in.GVK.GroupVersion().WithResource(in.Resource)
-		err = listPages(ctx, dyn.Resource(gvr).Namespace(o.Namespace), func(u *unstructured.Unstructured) bool {
+		err = listPages(ctx, l.dynamic.Resource(gvr).Namespace(o.Namespace), func(u *unstructured.Unstructured) bool {
 			if o.Config.IsExempt(u.GetNamespace(), o.OwnNamespace) {
 				return true
 			}
 			u.SetGroupVersionKind(in.GVK)
-			all = append(all, listed{in, u})
 			uids[u.GetUID()] = in.GVK.GroupKind()
-			return o.Limit <= 0 || len(all) < o.Limit*4
+			if partOf(u, uids) {
+				out.Children++
+				return true
+			}
+			if o.Limit > 0 && len(out.Workloads) == o.Limit {
+				out.Truncated = true
+				return false
+			}
+			out.Workloads = append(out.Workloads, u)
+			return true
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 		}
-	}
-	for _, l := range all {
-		if partOf(l.obj, uids) {
-			out.Children++
-			continue
-		}
-		if o.Limit > 0 && len(out.Workloads) == o.Limit {
-			out.Truncated = true
-			break
-		}
-		out.Workloads = append(out.Workloads, l.obj)
 	}
 	return out, nil
 }
@@ -136,7 +179,7 @@ func partOf(obj *unstructured.Unstructured, listed map[types.UID]schema.GroupKin
 func servesKind(dc discovery.DiscoveryInterface, in *integrations.Integration) (bool, error) {
 	res, err := dc.ServerResourcesForGroupVersion(in.GVK.GroupVersion().String())
 	if err != nil {
-		if isNotFound(err) {
+		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("discovering %s: %w", in.GVK.GroupVersion(), err)
@@ -144,14 +187,6 @@ func servesKind(dc discovery.DiscoveryInterface, in *integrations.Integration) (
 	return slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool {
 		return r.Name == in.Resource && slices.Contains(r.Verbs, "list")
 	}), nil
-}
-
-func isNotFound(err error) bool {
-	var se interface{ Status() metav1.Status }
-	if errors.As(err, &se) {
-		return se.Status().Code == 404
-	}
-	return meta.IsNoMatchError(err)
 }
 
 // listPages lists page by page, calling each for every object until it

@@ -67,6 +67,7 @@ type LoopOptions struct {
 // the webhook never stops for it.
 type Loop struct {
 	o       LoopOptions
+	lister  *Lister
 	metrics *Metrics
 }
 
@@ -77,13 +78,17 @@ func NewLoop(o LoopOptions) (*Loop, error) {
 		o.Identity = host + "_" + uuid.NewString()[:8]
 	}
 	if o.Severity == nil {
-		o.Severity = func(string) string { return DefaultSeverity }
+		o.Severity = func(string) string { return policies.DefaultSeverity }
 	}
 	m, err := NewMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{o: o, metrics: m}, nil
+	lister, err := NewLister(o.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{o: o, lister: lister, metrics: m}, nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: the loop
@@ -193,7 +198,7 @@ type Judged struct {
 // and (with audit.reports) the Reports.
 func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	run := &Run{At: time.Now()}
-	listing, err := List(ctx, l.o.RESTConfig, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
+	listing, err := l.lister.List(ctx, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
 		Limit: l.o.Config.Audit.MaxObjects})
 	if err != nil {
 		return nil, err

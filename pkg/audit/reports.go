@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
 // Report naming and labels.
@@ -30,8 +31,6 @@ const (
 	// replica that wrote it.
 	RunAnnotation       = "kueue-guard.io/audit-run"
 	AuditedByAnnotation = "kueue-guard.io/audited-by"
-	// DefaultSeverity is a result's severity when its policy names none.
-	DefaultSeverity = "medium"
 	// allRules is the rule of a workload's pass result: every check passed.
 	allRules = "all"
 )
@@ -82,7 +81,7 @@ func (l *Loop) reportsFor(run *Run) map[string]*openreports.Report {
 		switch {
 		case j.Err != nil:
 			add(openreports.ReportResult{Policy: "kueue-guard", Rule: allRules, Result: ResultError,
-				Severity: DefaultSeverity, Description: "kueue-guard could not judge this workload: " + j.Err.Error()})
+				Severity: policies.DefaultSeverity, Description: "kueue-guard could not judge this workload: " + j.Err.Error()})
 		case len(j.Findings) == 0:
 			add(openreports.ReportResult{Policy: "kueue-guard", Rule: allRules, Result: ResultPass,
 				Description: "would be admitted if created now"})

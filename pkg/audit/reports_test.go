@@ -15,6 +15,8 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
 func loopWith(maxResults int) *Loop {
@@ -24,7 +26,7 @@ func loopWith(maxResults int) *Loop {
 		if rule == "team.cap" {
 			return "high"
 		}
-		return DefaultSeverity
+		return policies.DefaultSeverity
 	}}}
 }
 
@@ -91,5 +93,25 @@ var _ = Describe("partOf", func() {
 		job.SetAPIVersion("batch/v1")
 		job.SetKind("Job")
 		Expect(partOf(job, listed)).To(BeFalse(), "a Job 'owned' by a Job")
+	})
+})
+
+var _ = Describe("the listing order", func() {
+	It("lists every catalog kind once, each owner before the kinds it creates", func() {
+		order := listOrder()
+		Expect(order).To(HaveLen(len(integrations.All())))
+		at := map[string]int{}
+		for i, in := range order {
+			at[in.GVK.Kind] = i
+		}
+		for _, chain := range [][]string{
+			{"TrainJob", "JobSet", "Job", "Pod"}, {"RayJob", "RayCluster", "Pod"}, {"RayService", "RayCluster"},
+			{"AppWrapper", "PyTorchJob", "Pod"}, {"AppWrapper", "Job"}, {"LeaderWorkerSet", "StatefulSet", "Pod"},
+			{"Deployment", "Pod"}, {"MPIJob", "Pod"},
+		} {
+			for i := 1; i < len(chain); i++ {
+				Expect(at[chain[i-1]]).To(BeNumerically("<", at[chain[i]]), "%s before %s", chain[i-1], chain[i])
+			}
+		}
 	})
 })

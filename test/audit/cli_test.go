@@ -170,6 +170,12 @@ var _ = Describe("kueue-guard audit", Ordered, func() {
 		Expect(r.object("Job", "other", "fine").Status).To(Equal("allowed"))
 	})
 
+	It("judges at most --limit workloads, and says it was cut", func() {
+		r := runAudit("--config", writeConfig("oss"), "--policies", policyDir, "-n", "ml", "--limit", "2")
+		Expect(r.report.Objects).To(HaveLen(2))
+		Expect(r.report.Notes).To(ContainElement("cut at --limit: only the first 2 workloads were audited"))
+	})
+
 	It("shows a dryrun policy's violations while every workload is admitted", func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "trial.rego"), []byte(`# METADATA
