@@ -251,7 +251,7 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 	if err != nil {
 		return fail(err)
 	}
-	ro := RenderOptions{Color: c.Color || (!c.NoColor && os.Getenv("NO_COLOR") == "" && isTerminal(stdout)),
+	ro := RenderOptions{Color: c.Color || (!c.NoColor && os.Getenv("NO_COLOR") == "" && IsTerminal(stdout)),
 		ShowMutations: c.ShowMutations, ToolVersion: c.Version}
 	if err := Render(stdout, rep, c.Output, ro); err != nil {
 		return fail(fmt.Errorf("writing the report: %w", err))
@@ -317,11 +317,8 @@ func LiveConfig(kube *genericclioptions.ConfigFlags, what string) (*rest.Config,
 	return restCfg, nil
 }
 
-// isTerminal reports whether w is a terminal (a character device), so that a
+// IsTerminal reports whether w is a terminal (a character device), so that a
 // report piped to a file or a CI log has no escape codes.
-func isTerminal(w io.Writer) bool { return IsTerminal(w) }
-
-// IsTerminal reports whether w is a terminal (a character device).
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

@@ -13,9 +13,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -124,14 +121,7 @@ var _ = Describe("the webhook port with --client-ca-file", Ordered, func() {
 		o := env.WebhookInstallOptions
 		addr = net.JoinHostPort(o.LocalServingHost, strconv.Itoa(o.LocalServingPort))
 
-		warned = &testenv.Warnings{}
-		restCfg := rest.CopyConfig(env.Config)
-		restCfg.WarningHandler = warned
-		c, err = client.New(restCfg, client.Options{Scheme: env.Client.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "client-ca-"}}
-		Expect(env.Client.Create(ctx, n)).To(Succeed())
-		ns = n.Name
+		c, warned, ns = warnedClient("client-ca-")
 	})
 
 	It("admits the API server's calls, which present its client certificate", func() {

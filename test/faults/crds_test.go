@@ -10,11 +10,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -147,14 +145,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		DeferCleanup(srv.Stop)
 		AddReportEntry("Kueue's CRDs absent at start", fmt.Sprintf("ready in %v", time.Since(start).Round(10*time.Millisecond)))
 
-		warned = &testenv.Warnings{}
-		restCfg := rest.CopyConfig(env.Config)
-		restCfg.WarningHandler = warned
-		c, err = client.New(restCfg, client.Options{Scheme: env.Client.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "no-kueue-"}}
-		Expect(env.Client.Create(ctx, n)).To(Succeed())
-		ns = n.Name
+		c, warned, ns = warnedClient("no-kueue-")
 	})
 
 	It("admits a queued workload with the queues_unknown warning while Kueue is absent", func() {

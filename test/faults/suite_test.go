@@ -10,6 +10,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -75,4 +79,18 @@ func shippedPolicyServer(profile config.InstallProfile) (*testenv.Server, string
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(srv.Stop)
 	return srv, cfg.Policies.Directory
+}
+
+// warnedClient is a client whose admission warnings are recorded, and a new
+// namespace (named from prefix) for a spec's objects.
+func warnedClient(prefix string) (client.Client, *testenv.Warnings, string) {
+	GinkgoHelper()
+	warned := &testenv.Warnings{}
+	restCfg := rest.CopyConfig(env.Config)
+	restCfg.WarningHandler = warned
+	c, err := client.New(restCfg, client.Options{Scheme: env.Client.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	Expect(env.Client.Create(ctx, n)).To(Succeed())
+	return c, warned, n.Name
 }
