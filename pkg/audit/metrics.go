@@ -24,6 +24,9 @@ type Metrics struct {
 	Errors prometheus.Counter
 	// Leader is 1 while this replica holds the audit Lease.
 	Leader prometheus.Gauge
+	// ReportWrites counts the Reports created, updated and deleted; a Report
+	// that already says what the run found is not written.
+	ReportWrites *prometheus.CounterVec
 }
 
 // NewMetrics registers the audit metrics (reusing those already registered).
@@ -40,11 +43,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		LastRun: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kueue_guard_audit_last_run_timestamp_seconds",
 			Help: "When the last audit run started (Unix time)."}),
 		Duration: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kueue_guard_audit_last_run_duration_seconds",
-			Help: "How long the last audit run took."}),
+			Help: "How long the last audit run took: listing, judging and writing the Reports."}),
 		Errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "kueue_guard_audit_errors_total",
 			Help: "Audit runs that failed (listing, a run longer than audit.interval, writing the reports)."}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kueue_guard_audit_leader",
 			Help: "1 while this replica holds the audit Lease and audits."}),
+		ReportWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kueue_guard_audit_report_writes_total",
+			Help: "OpenReports Reports the audit wrote, by operation (create, update, delete); an unchanged Report is not rewritten."},
+			[]string{"operation"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -62,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	if m.Errors, err = kgmetrics.Register(reg, m.Errors); err != nil {
+		return nil, err
+	}
+	if m.ReportWrites, err = kgmetrics.Register(reg, m.ReportWrites); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -115,4 +124,12 @@ func (m *Metrics) publish(run *Run) {
 	m.Scanned.Set(float64(len(run.Workloads)))
 	m.LastRun.Set(float64(run.At.UnixNano()) / 1e9)
 	m.Duration.Set(run.Took.Seconds())
+}
+
+// wrote counts a Report write; a Loop made without NewLoop (in unit tests) has
+// no metrics.
+func (m *Metrics) wrote(operation string) {
+	if m != nil {
+		m.ReportWrites.WithLabelValues(operation).Inc()
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,29 @@ func (l *Loop) reportsFor(run *Run) map[string]*openreports.Report {
 	return out
 }
 
+// unchanged reports whether the Report already says what the run found: the
+// same results, summary, limits and writer, whatever the runs' timestamps. A
+// steady cluster then costs the API server no writes (and its watchers, such as
+// a dashboard, no events); the audit-run annotation is the run that last
+// changed the Report, and kueue_guard_audit_last_run_timestamp_seconds the last
+// run.
+func unchanged(old, r *openreports.Report) bool {
+	if old.Annotations[AuditedByAnnotation] != r.Annotations[AuditedByAnnotation] ||
+		old.Labels[ManagedByLabel] != r.Labels[ManagedByLabel] || old.Source != r.Source ||
+		old.Summary != r.Summary || !equality.Semantic.DeepEqual(old.Scope, r.Scope) ||
+		!equality.Semantic.DeepEqual(old.Configuration, r.Configuration) || len(old.Results) != len(r.Results) {
+		return false
+	}
+	for i := range r.Results {
+		a, b := old.Results[i], r.Results[i]
+		a.Timestamp, b.Timestamp = metav1.Timestamp{}, metav1.Timestamp{}
+		if !equality.Semantic.DeepEqual(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
 // writeReports creates or replaces each namespace's Report and deletes
 // kueue-guard's Reports in namespaces the run found no workload in.
 func (l *Loop) writeReports(ctx context.Context, run *Run) error {
@@ -133,6 +157,8 @@ func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 		}
 		if err := l.o.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("deleting %s/%s: %w", old.Namespace, old.Name, err))
+		} else {
+			l.metrics.wrote("delete")
 		}
 	}
 	byNS := map[string]*openreports.Report{}
@@ -141,9 +167,14 @@ func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 	}
 	for ns, r := range want {
 		if old, ok := byNS[ns]; ok && old.Name == ReportName {
+			if unchanged(old, r) {
+				continue
+			}
 			r.ResourceVersion = old.ResourceVersion
 			if err := l.o.Client.Update(ctx, r); err != nil {
 				errs = append(errs, fmt.Errorf("updating %s/%s: %w", ns, r.Name, err))
+			} else {
+				l.metrics.wrote("update")
 			}
 			continue
 		}
@@ -154,6 +185,8 @@ func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("creating %s/%s: %w", ns, r.Name, err))
+		} else {
+			l.metrics.wrote("create")
 		}
 	}
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,6 +73,25 @@ var _ = Describe("reports", func() {
 		Expect(r.Summary.Pass).To(Equal(10))
 		Expect(r.Summary.Fail).To(Equal(1))
 		Expect(r.Configuration.Limits.MaxResults).To(Equal(3))
+	})
+})
+
+var _ = Describe("unchanged", func() {
+	deny := admission.Violation{Rule: "team.cap", Message: "too big", Enforcement: admission.EnforcementDeny}
+	at := func(sec int64, ws ...*Judged) *openreports.Report {
+		return loopWith(0).reportsFor(&Run{At: time.Unix(sec, 0), Workloads: ws})["a"]
+	}
+
+	It("is true for a later run that found the same, and false for any change of finding, workload or writer", func() {
+		old := at(1700000000, judged("a", "clean"), judged("a", "big", deny))
+		Expect(unchanged(old, at(1700000060, judged("a", "clean"), judged("a", "big", deny)))).To(BeTrue(), "only the timestamps differ")
+		Expect(unchanged(old, at(1700000060, judged("a", "clean"), judged("a", "big")))).To(BeFalse(), "big was fixed")
+		Expect(unchanged(old, at(1700000060, judged("a", "big", deny)))).To(BeFalse(), "clean was deleted")
+		Expect(unchanged(old, at(1700000060, judged("a", "clean"), judged("a", "big", admission.Violation{
+			Rule: "team.cap", Message: "far too big", Enforcement: admission.EnforcementDeny})))).To(BeFalse(), "a new message")
+		other := at(1700000060, judged("a", "clean"), judged("a", "big", deny))
+		other.Annotations[AuditedByAnnotation] = "another replica"
+		Expect(unchanged(old, other)).To(BeFalse(), "a new writer says so")
 	})
 })
 

@@ -277,6 +277,28 @@ var _ = Describe("the audit loop", Ordered, func() {
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 	})
 
+	It("leaves a Report that says what the next runs find unwritten", func() {
+		lease := &coordinationv1.Lease{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.ServerNamespace, Name: audit.LeaseName}, lease)).To(Succeed())
+		holder := a
+		if *lease.Spec.HolderIdentity == "server-b" {
+			holder = b
+		}
+		before, err := report(ns)
+		Expect(err).NotTo(HaveOccurred())
+		lastRun := func() float64 { return metricLine(holder.MetricAddr, "kueue_guard_audit_last_run_timestamp_seconds") }
+		// The run that wrote it may still be the last one: wait for two more.
+		first := lastRun()
+		Eventually(lastRun).WithTimeout(4 * interval).WithPolling(interval / 4).Should(BeNumerically(">", first))
+		second := lastRun()
+		updates := metricLine(holder.MetricAddr, "kueue_guard_audit_report_writes_total", `operation="update"`)
+		Eventually(lastRun).WithTimeout(4 * interval).WithPolling(interval / 4).Should(BeNumerically(">", second))
+		after, err := report(ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing changed, nothing written")
+		Expect(metricLine(holder.MetricAddr, "kueue_guard_audit_report_writes_total", `operation="update"`)).To(Equal(updates))
+	})
+
 	It("moves to the other replica when the auditing one stops", func() {
 		lease := &coordinationv1.Lease{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: testenv.ServerNamespace, Name: audit.LeaseName}, lease)).To(Succeed())
