@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -15,12 +16,13 @@ import (
 )
 
 // Scheme holds the Go types of every kind the chart renders that has one in the
-// module graph: the built-in kinds and cert-manager's. (The optional
+// module graph: the built-in kinds, CRDs and cert-manager's. (The optional
 // ServiceMonitor has none here; its tests check it as unstructured.)
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(certmanagerv1.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }
 

@@ -289,6 +289,13 @@ func Generated(root string) (map[string][]byte, error) {
 	for rel, b := range policies {
 		out[PoliciesDir+"/"+rel] = b
 	}
+	crds, err := reportsCRDs()
+	if err != nil {
+		return nil, err
+	}
+	for rel, b := range crds {
+		out[rel] = b
+	}
 	return out, nil
 }
 

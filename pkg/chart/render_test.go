@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -21,9 +22,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/chart"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -75,6 +78,9 @@ webhooks:
     matchConditions:
     - {name: not-kueue-itself, expression: 'request.userInfo.username != "system:serviceaccount:kueue-system:kueue-controller-manager"'}`
 	observability = `
+audit:
+  reports:
+    installCRDs: true
 networkPolicy:
   enabled: true
   webhookFrom:
@@ -119,6 +125,7 @@ var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true,
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"CustomResourceDefinition": true,
 }
 
 const (
@@ -941,4 +948,36 @@ func mustRoot() string {
 	root, err := chart.RepoRoot(".")
 	Expect(err).NotTo(HaveOccurred())
 	return root
+}
+
+var _ = Describe("the OpenReports CRDs", func() {
+	It("are not rendered by default: another tool may own them", func() {
+		Expect(render(defaultValues).all("CustomResourceDefinition")).To(BeEmpty())
+	})
+
+	It("are rendered with audit.reports.installCRDs as the reports module ships them, labelled and kept on uninstall", func() {
+		crds := render("audit:\n  reports:\n    installCRDs: true\n").all("CustomResourceDefinition")
+		Expect(crds).To(HaveLen(2))
+		dir := moduleDir(chart.ReportsModule)
+		for _, u := range crds {
+			crd := typed[*apiextensionsv1.CustomResourceDefinition](u)
+			Expect(crd.Annotations).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+			Expect(crd.Labels).To(HaveKeyWithValue("app.kubernetes.io/name", "kueue-guard"))
+			raw, err := os.ReadFile(filepath.Join(dir, "config", "crd", crd.Spec.Group+"_"+crd.Spec.Names.Plural+".yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			var shipped apiextensionsv1.CustomResourceDefinition
+			Expect(yaml.Unmarshal(raw, &shipped)).To(Succeed())
+			Expect(crd.Spec).To(Equal(shipped.Spec), "the chart's %s is the module's", crd.Name)
+			Expect(crd.Name).To(Equal(shipped.Name))
+		}
+		Expect([]string{crds[0].GetName(), crds[1].GetName()}).To(ConsistOf("reports.openreports.io", "clusterreports.openreports.io"))
+	})
+})
+
+// moduleDir is a module's directory in the module cache, at go.mod's version.
+func moduleDir(module string) string {
+	GinkgoHelper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(string(out))
 }

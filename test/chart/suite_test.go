@@ -74,7 +74,8 @@ var _ = BeforeSuite(func() {
 
 	mutating, validating, err := testenv.ChartWebhooks(chartValues())
 	Expect(err).NotTo(HaveOccurred())
-	env, err = testenv.Start(mutating, validating)
+	// Without the OpenReports CRDs: the suite installs the chart's own.
+	env, err = testenv.StartWithout([]string{"openreports.io"}, mutating, validating)
 	Expect(err).NotTo(HaveOccurred())
 	k8sClient = env.Client
 
