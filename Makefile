@@ -104,7 +104,7 @@ opa: ## Install OPA, at the version in go.mod, into bin/opa for make bench; inst
 		GOBIN=$(BIN) $(GO) install github.com/open-policy-agent/opa@$(OPA_VERSION); \
 	fi
 
-bench: build testbin opa ## Load-test kueue-guard against a floor server and OPA (about 15 minutes) and write docs/performance.md.
+bench: build testbin opa ## Load-test kueue-guard against a floor server and OPA (about 20 minutes) and write docs/performance.md.
 	GO="$(GO)" $(GO) run ./hack/bench --out docs/performance.md $(BENCH_FLAGS)
 
 bench-smoke: build testbin opa ## Run the load harness once, briefly, checking no target (part of make test).

@@ -20,6 +20,9 @@ const (
 	policyScaleGoal     = 1.3
 	onePolicyBenchmark  = "BenchmarkEvaluateNPolicies/1"
 	manyPolicyBenchmark = "BenchmarkEvaluateNPoliciesMatching/1000"
+	// auditP99Goal bounds admission's p99 while the audit runs, as a
+	// multiple of its p99 between runs.
+	auditP99Goal = 1.5
 )
 
 // goal is one target and how the run fared against it.
@@ -46,6 +49,9 @@ func evaluateTargets(r *results, c int) []goal {
 		if guard, opa := r.closed(epValidate, b.Name, c), r.closed(epOPA, b.Name, c); guard != nil && opa != nil {
 			goals = append(goals, opaGoal(guard, opa))
 		}
+	}
+	if a := r.Audit; a != nil && len(a.Runs) > 0 {
+		goals = append(goals, auditGoals(a)...)
 	}
 	if r.Scale != nil {
 		s := r.Scale
@@ -84,6 +90,23 @@ func floorRatioGoal(r *results, x *closedResult, target string, multiple float64
 	g.Measured = fmt.Sprintf("%.2f× (%s vs %s ms)", v, msf(x.Latency.P99), msf(f.Latency.P99))
 	g.Verdict = atMost(v, multiple)
 	return g
+}
+
+// auditGoals check the audit figure: every run within its interval, and
+// admission's p99 during runs within auditP99Goal of its p99 between them.
+func auditGoals(a *auditResult) []goal {
+	longest := a.longestRun()
+	v := float64(a.During.P99) / float64(max(1, a.Between.P99))
+	return []goal{{
+		Target: fmt.Sprintf("an audit run over %d workloads, longest of %d runs", a.Workloads, len(a.Runs)),
+		Goal:   fmt.Sprintf("≤ audit.interval (%v)", a.Interval), Measured: longest.Round(time.Millisecond).String(),
+		Verdict: atMost(longest.Seconds(), a.Interval.Seconds()),
+	}, {
+		Target:   fmt.Sprintf("/validate-workloads p99 while the audit runs (Job CREATE +queue, open loop %.0f/s)", a.Rate),
+		Goal:     fmt.Sprintf("≤ %.1f× p99 between runs", auditP99Goal),
+		Measured: fmt.Sprintf("%.2f× (%s vs %s ms)", v, msf(a.During.P99), msf(a.Between.P99)),
+		Verdict:  atMost(v, auditP99Goal),
+	}}
 }
 
 func cpuGoal(x *closedResult) goal {

@@ -164,6 +164,8 @@ func (r *loopRun) count(err error) {
 type openRun struct {
 	loopRun
 	queued int
+	// sent is when each request (of latencies, in the same order) was due.
+	sent []time.Time
 }
 
 // openLoop sends requests on a fixed timeline, rate per second for d, from up to
@@ -202,6 +204,7 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 				}
 				err := cl.call(ctx)
 				r.latencies = append(r.latencies, time.Since(from))
+				r.sent = append(r.sent, scheduled)
 				r.count(err)
 			}
 		}()
@@ -211,6 +214,7 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 	for _, r := range runs {
 		total.add(r.loopRun)
 		total.queued += r.queued
+		total.sent = append(total.sent, r.sent...)
 	}
 	total.elapsed = time.Since(start)
 	return total

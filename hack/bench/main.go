@@ -9,6 +9,8 @@
 //   - open loop at fixed rates below each target's capacity: latency without
 //     coordinated omission;
 //   - memory: resident set idle, at peak, and with a large cluster cached (--scale);
+//   - the audit: a run over many workloads (--audit-workloads), and admission's
+//     p99 while it runs against its p99 between runs;
 //   - allocations per request, from the package benchmarks.
 //
 // It prints the tables and writes docs/performance.md (--out) from a template,
@@ -16,7 +18,7 @@
 // Child processes and temporary files are cleaned up on exit, Ctrl-C and at the
 // --timeout deadline.
 //
-//	make bench                               # the full run (about 15 minutes)
+//	make bench                               # the full run (about 20 minutes)
 //	go run ./hack/bench --short --out ''     # the CI smoke run
 package main
 
@@ -55,6 +57,11 @@ type options struct {
 	soak time.Duration
 	// guardArgs are more arguments of kueue-guard serve.
 	guardArgs []string
+	// The audit figure (audit.go): workloads (0: none), the audit.interval
+	// and how many intervals the load runs.
+	auditWorkloads int
+	auditInterval  time.Duration
+	auditRuns      int
 }
 
 // shortPreset is what --short sets, for the flags not given explicitly: every
@@ -67,6 +74,11 @@ var shortPreset = map[string]string{
 	"scale":     "false",
 	"benchtime": "20x",
 	"timeout":   "10m",
+	// A few hundred workloads, audited twice: the figure's code runs, its
+	// figures are not what the full run measures.
+	"audit-workloads": "260",
+	"audit-interval":  "2s",
+	"audit-runs":      "2",
 }
 
 func main() {
@@ -112,6 +124,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.scaleCounts.Namespaces, "scale-namespaces", 10000, "Namespaces of the scale figure, one LocalQueue each")
 	fs.IntVar(&o.scaleCounts.ClusterQueues, "scale-cluster-queues", 1000, "ClusterQueues of the scale figure")
 	fs.IntVar(&o.scaleCounts.Deployments, "scale-deployments", 2000, "Deployments of the scale figure, spread over its namespaces")
+	fs.IntVar(&o.auditWorkloads, "audit-workloads", 5000, "Workloads of the audit figure (0: no audit figure), every kind in turn")
+	fs.DurationVar(&o.auditInterval, "audit-interval", time.Minute, "audit.interval of the audit figure's server (the default's)")
+	fs.IntVar(&o.auditRuns, "audit-runs", 2, "Intervals the audit figure's admission load runs for")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Hard deadline of the whole run")
 	fs.BoolVar(&o.short, "short", false, "CI preset: "+describePreset())
 	fs.Func("guard-arg", "One more argument of kueue-guard serve (repeatable), e.g. --guard-arg=--pprof-bind-address=127.0.0.1:6060", func(v string) error {
@@ -150,7 +165,7 @@ func applyPreset(fs *flag.FlagSet) error {
 
 func describePreset() string {
 	var parts []string
-	for _, name := range []string{"duration", "warmup", "reps", "scale", "benchtime", "timeout"} {
+	for _, name := range []string{"duration", "warmup", "reps", "scale", "benchtime", "timeout", "audit-workloads", "audit-interval", "audit-runs"} {
 		parts = append(parts, "--"+name+"="+shortPreset[name])
 	}
 	return strings.Join(parts, " ")
@@ -166,6 +181,10 @@ func (o *options) validate() error {
 		return errors.New("--matrix-concurrency and --open-workers must be at least 1")
 	case o.timeout <= 0:
 		return errors.New("--timeout must be positive")
+	case o.auditWorkloads < 0 || o.auditRuns < 1 || o.auditInterval < time.Second:
+		return errors.New("--audit-workloads must not be negative, --audit-runs at least 1 and --audit-interval at least 1s")
+	case len(o.openFractions) == 0:
+		return errors.New("--open-fractions must name at least one rate")
 	}
 	for _, c := range o.concurrency {
 		if c < 1 {

@@ -27,6 +27,9 @@ type reportData struct {
 	Policies                        []string
 	Bodies, Matrix, Levels, Open    string
 	Memory, Scale, GoBench, Targets string
+	Audit                           string
+	AuditWorkloads, AuditKinds      int
+	AuditInterval                   time.Duration
 	GoBenchmarkError                string
 	Mismatches                      []string
 	ScaleCounts                     scaleCounts
@@ -52,6 +55,9 @@ func (b *bench) report() error {
 	}
 	if r.Scale != nil {
 		d.Scale, d.ScaleCounts = scaleTable(r.Scale).String(), r.Scale.Counts
+	}
+	if a := r.Audit; a != nil {
+		d.Audit, d.AuditWorkloads, d.AuditKinds, d.AuditInterval = auditTable(a).String(), a.Workloads, a.Kinds, a.Interval
 	}
 	if len(r.GoBenchmarks) == 0 {
 		d.GoBench = ""
@@ -94,6 +100,7 @@ func printTables(d reportData) {
 		{"Closed loop, headline rows by concurrency", d.Levels},
 		{"Open loop", d.Open},
 		{"Memory", d.Memory},
+		{"Audit", d.Audit},
 		{"Scale", d.Scale},
 		{"Package benchmarks", d.GoBench},
 		{"Targets", d.Targets},
@@ -202,6 +209,24 @@ func scaleTable(s *scaleResult) *table {
 	t.add("kueue-guard start until it knows the last LocalQueue", s.Sync.Round(100*time.Millisecond).String())
 	t.add(fmt.Sprintf("RSS, largest of %v of samples (MiB)", rssWindow), fmt.Sprintf("%.1f", mib(s.RSS)))
 	t.add("peak RSS since start, VmHWM (MiB)", fmt.Sprintf("%.1f", mib(s.HWM)))
+	return t
+}
+
+func auditTable(a *auditResult) *table {
+	t := newTable("figure", "value>")
+	t.add("workloads (kinds, in turn)", fmt.Sprintf("%d (%d)", a.Workloads, a.Kinds))
+	t.add("time to create them", a.Create.Round(time.Second).String())
+	t.add("audit.interval", a.Interval.String())
+	for i, r := range a.Runs {
+		t.add(fmt.Sprintf("run %d: workloads judged, time", i+1), fmt.Sprintf("%d, %v", r.Scanned, r.Took.Round(time.Millisecond)))
+	}
+	t.add("admission load (Job CREATE +queue, open loop)", fmt.Sprintf("%.0f/s", a.Rate))
+	t.add("requests due during a run: count, p50, p99, max (ms)", fmt.Sprintf("%d, %s, %s, %s",
+		a.DuringN, msf(a.During.P50), msf(a.During.P99), msf(a.During.Max)))
+	t.add("requests due between runs: count, p50, p99, max (ms)", fmt.Sprintf("%d, %s, %s, %s",
+		a.BetweenN, msf(a.Between.P50), msf(a.Between.P99), msf(a.Between.Max)))
+	t.add("p99 during ÷ p99 between", fmt.Sprintf("%.2f×", float64(a.During.P99)/float64(max(1, a.Between.P99))))
+	t.add("failed requests", fmt.Sprint(a.Errs))
 	return t
 }
 

@@ -14,8 +14,9 @@ type results struct {
 	Closed   []closedResult
 	Open     []openResult
 	Memory   []serverMemory
-	// Scale is nil without --scale.
+	// Scale is nil without --scale, Audit without --audit-workloads.
 	Scale            *scaleResult
+	Audit            *auditResult
 	GoBenchmarks     []goBenchmark
 	GoBenchmarkError string
 	// Mismatches are bodies on which OPA and kueue-guard disagreed.

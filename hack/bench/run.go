@@ -67,6 +67,11 @@ func run(ctx context.Context, o *options) (err error) {
 	if err := b.measure(ctx, p); err != nil {
 		return err
 	}
+	if o.auditWorkloads > 0 {
+		if err := b.measureAudit(ctx); err != nil {
+			return fmt.Errorf("audit figure: %w", err)
+		}
+	}
 	if o.scale {
 		if err := b.measureScale(ctx); err != nil {
 			return fmt.Errorf("scale figure: %w", err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -152,27 +153,48 @@ func raceBuilt(binary string) bool {
 
 // heapInUse reads go_memstats_heap_inuse_bytes from kueue-guard's metrics.
 func heapInUse(ctx context.Context, url string) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	v, err := readMetrics(ctx, url, "go_memstats_heap_inuse_bytes")
 	if err != nil {
 		return 0, err
+	}
+	return uint64(v["go_memstats_heap_inuse_bytes"]), nil
+}
+
+// readMetrics reads unlabelled samples from kueue-guard's metrics, by name;
+// a name it does not serve is an error.
+func readMetrics(ctx context.Context, url string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return uint64(f), err
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
 		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", url, name, err)
+		}
+		out[name] = f
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return 0, fmt.Errorf("%s has no go_memstats_heap_inuse_bytes", url)
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return nil, fmt.Errorf("%s has no %s", url, n)
+		}
+	}
+	return out, nil
 }
 
 // prepareSoak is prepare without OPA, which the soak does not run.

@@ -5,10 +5,11 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,7 +26,7 @@ import (
 // PageSize is how many objects one list call returns: the audit reads the
 // cluster page by page, straight from the API server, never holding a cache of
 // every Pod.
-const PageSize = 500
+const PageSize = 100
 
 // ListOptions choose what is listed.
 type ListOptions struct {
@@ -38,13 +39,22 @@ type ListOptions struct {
 	// Limit stops the listing after this many workloads (0: no limit); the
 	// result says it was cut.
 	Limit int
+	// Each, when set, is handed every workload as it is read, in the
+	// listing's order, instead of Listing.Workloads holding them: a page's
+	// objects are garbage once judged. An error stops the listing.
+	Each func(*unstructured.Unstructured) error
+	// Pace, when set, is told how long each page took to read, and may wait
+	// before the next one.
+	Pace func(ctx context.Context, took time.Duration) error
 }
 
 // Listing is what List found.
 type Listing struct {
 	// Workloads are the top-level workloads, by kind (owners first, see
-	// listRank), then namespace and name.
+	// listRank), then namespace and name; empty with ListOptions.Each.
 	Workloads []*unstructured.Unstructured
+	// Count is how many workloads were listed.
+	Count int
 	// Kinds are the catalog kinds the cluster serves, which were listed;
 	// NotServed the others.
 	Kinds, NotServed []schema.GroupVersionKind
@@ -61,8 +71,21 @@ type Lister struct {
 	dynamic   dynamic.Interface
 }
 
+// Client-side rate limits of the listing's clients, where the configuration
+// sets none (client-go's default, 5 requests a second, would make a run over a
+// dozen kinds and a few pages each take seconds of waiting): a run is a few
+// dozen requests, made one after the other.
+const (
+	listQPS   = 20
+	listBurst = 40
+)
+
 // NewLister makes the clients the listing reads with.
 func NewLister(cfg *rest.Config) (*Lister, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = listQPS, listBurst
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -121,11 +144,15 @@ func listOrder() []*integrations.Integration {
 func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
 	out := &Listing{}
 	uids := map[types.UID]schema.GroupKind{}
+	serves, err := servedKinds(l.discovery)
+	if err != nil {
+		return nil, err
+	}
 	for _, in := range listOrder() {
 		if out.Truncated {
 			break
 		}
-		served, err := servesKind(l.discovery, in)
+		served, err := serves(in)
 		if err != nil {
 			return nil, err
 		}
@@ -135,6 +162,7 @@ func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
 		}
 		out.Kinds = append(out.Kinds, in.GVK)
 		gvr := in.GVK.GroupVersion().WithResource(in.Resource)
+		var eachErr error
 		err = listPages(ctx, l.dynamic.Resource(gvr).Namespace(o.Namespace), func(u *unstructured.Unstructured) bool {
 			if o.Config.IsExempt(u.GetNamespace(), o.OwnNamespace) {
 				return true
@@ -145,13 +173,23 @@ func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
 				out.Children++
 				return true
 			}
-			if o.Limit > 0 && len(out.Workloads) == o.Limit {
+			if o.Limit > 0 && out.Count == o.Limit {
 				out.Truncated = true
 				return false
 			}
+			out.Count++
+			if o.Each != nil {
+				if eachErr = o.Each(u); eachErr != nil {
+					return false
+				}
+				return true
+			}
 			out.Workloads = append(out.Workloads, u)
 			return true
-		})
+		}, o.Pace)
+		if eachErr != nil {
+			return nil, eachErr
+		}
 		if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
 		}
@@ -174,29 +212,52 @@ func partOf(obj *unstructured.Unstructured, listed map[types.UID]schema.GroupKin
 		gk == integrations.ParseGroupKind(owner.APIVersion, owner.Kind)
 }
 
-// servesKind asks discovery whether the cluster serves the catalog kind at its
-// version. A group the cluster does not have is not an error.
-func servesKind(dc discovery.DiscoveryInterface, in *integrations.Integration) (bool, error) {
-	res, err := dc.ServerResourcesForGroupVersion(in.GVK.GroupVersion().String())
+// servedKinds asks discovery once which resources the cluster serves, and
+// answers for each catalog kind whether it is served at its version, with
+// list. A group the cluster does not have is not an error; one whose discovery
+// failed (an aggregated API that is down) is, for the kinds in it.
+func servedKinds(dc discovery.DiscoveryInterface) (func(*integrations.Integration) (bool, error), error) {
+	_, lists, err := dc.ServerGroupsAndResources()
+	failed := map[schema.GroupVersion]error{}
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
+		var partial *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &partial) {
+			return nil, fmt.Errorf("discovering the served APIs: %w", err)
 		}
-		return false, fmt.Errorf("discovering %s: %w", in.GVK.GroupVersion(), err)
+		failed = partial.Groups
 	}
-	return slices.ContainsFunc(res.APIResources, func(r metav1.APIResource) bool {
-		return r.Name == in.Resource && slices.Contains(r.Verbs, "list")
-	}), nil
+	served := map[schema.GroupVersion][]metav1.APIResource{}
+	for _, l := range lists {
+		if gv, err := schema.ParseGroupVersion(l.GroupVersion); err == nil {
+			served[gv] = l.APIResources
+		}
+	}
+	return func(in *integrations.Integration) (bool, error) {
+		gv := in.GVK.GroupVersion()
+		if err, ok := failed[gv]; ok {
+			return false, fmt.Errorf("discovering %s: %w", gv, err)
+		}
+		return slices.ContainsFunc(served[gv], func(r metav1.APIResource) bool {
+			return r.Name == in.Resource && slices.Contains(r.Verbs, "list")
+		}), nil
+	}, nil
 }
 
 // listPages lists page by page, calling each for every object until it
-// returns false.
-func listPages(ctx context.Context, ri dynamic.ResourceInterface, each func(*unstructured.Unstructured) bool) error {
+// returns false, and pace (when not nil) after reading each page.
+func listPages(ctx context.Context, ri dynamic.ResourceInterface, each func(*unstructured.Unstructured) bool,
+	pace func(context.Context, time.Duration) error) error {
 	opts := metav1.ListOptions{Limit: PageSize}
 	for {
+		start := time.Now()
 		page, err := ri.List(ctx, opts)
 		if err != nil {
 			return err
+		}
+		if pace != nil {
+			if err := pace(ctx, time.Since(start)); err != nil {
+				return err
+			}
 		}
 		for i := range page.Items {
 			if !each(&page.Items[i]) {

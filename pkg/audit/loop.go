@@ -14,6 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -69,6 +70,8 @@ type Loop struct {
 	o       LoopOptions
 	lister  *Lister
 	metrics *Metrics
+	// lastBusy is the last run's work, which sets the next run's pace.
+	lastBusy time.Duration
 }
 
 // NewLoop validates the options and registers the metrics.
@@ -164,7 +167,9 @@ func (l *Loop) auditEvery(ctx context.Context) {
 			l.metrics.Errors.Inc()
 			l.o.Logger.Error(err, "audit run failed")
 		} else if run != nil {
-			l.o.Logger.V(1).Info("audit run done", "workloads", len(run.Workloads), "took", time.Since(start).Round(time.Millisecond))
+			l.o.Logger.Info("audit run done", "workloads", len(run.Workloads), "took", run.Took.Round(time.Millisecond),
+				"working", run.Busy.Round(time.Millisecond), "resting", run.Rested.Round(time.Millisecond),
+				"writing", run.WriteTook.Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -176,9 +181,12 @@ func (l *Loop) auditEvery(ctx context.Context) {
 
 // Run is one audit run's results.
 type Run struct {
-	// At is when the run started; Took how long it took.
-	At   time.Time
-	Took time.Duration
+	// At is when the run started; Took how long it took: listing and
+	// judging (JudgeTook, of which Busy working and Rested at the pacer's
+	// rests), then writing the Reports (WriteTook).
+	At                         time.Time
+	Took, JudgeTook, WriteTook time.Duration
+	Busy, Rested               time.Duration
 	// Workloads are the judged workloads, with their findings.
 	Workloads []*Judged
 	Listing   *Listing
@@ -195,25 +203,22 @@ type Judged struct {
 }
 
 // RunOnce lists and judges every workload once, then publishes the metrics
-// and (with audit.reports) the Reports.
+// and (with audit.reports) the Reports. Each workload is judged as it is read
+// (a page's objects are garbage once judged), at the pace of a pacer.
 func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	run := &Run{At: time.Now()}
-	listing, err := l.lister.List(ctx, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
-		Limit: l.o.Config.Audit.MaxObjects})
-	if err != nil {
-		return nil, err
+	interval := time.Duration(0)
+	if l.o.Config.Audit.Interval != nil {
+		interval = l.o.Config.Audit.Interval.Duration
 	}
-	run.Listing = listing
+	pace := newPacer(l.lastBusy, interval)
 	// Evaluations take policy slots only when admission does not wait for
 	// them, and never more than half.
 	// The findings go to the reports and metrics: the per-request log lines
 	// of admission (a dryrun violation each) would repeat every run.
 	bctx := logr.NewContext(policies.Background(ctx), logr.Discard())
-	for _, u := range listing.Workloads {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("the run took longer than audit.interval, %d of %d workloads judged: %w",
-				len(run.Workloads), len(listing.Workloads), err)
-		}
+	judge := func(u *unstructured.Unstructured) error {
+		start := time.Now()
 		gvk := u.GroupVersionKind()
 		j := &Judged{APIVersion: u.GetAPIVersion(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID()}
 		req := &admission.Request{
@@ -228,7 +233,22 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 			j.Findings = d.Violations
 		}
 		run.Workloads = append(run.Workloads, j)
+		return pace.did(ctx, time.Since(start))
 	}
+	listing, err := l.lister.List(ctx, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
+		Limit: l.o.Config.Audit.MaxObjects, Each: judge, Pace: pace.did})
+	run.Busy, run.Rested = pace.Busy, pace.Rested
+	if err != nil {
+		// A run cut short did at least this much: the next one goes faster.
+		l.lastBusy = 2 * pace.Busy
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the run took longer than audit.interval, %d workloads judged (%v of work, %v resting): %w",
+				len(run.Workloads), pace.Busy.Round(time.Millisecond), pace.Rested.Round(time.Millisecond), err)
+		}
+		return nil, err
+	}
+	l.lastBusy = pace.Busy
+	run.Listing = listing
 	sort.SliceStable(run.Workloads, func(a, b int) bool {
 		x, y := run.Workloads[a], run.Workloads[b]
 		if x.Namespace != y.Namespace {
@@ -239,6 +259,7 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 		}
 		return x.Name < y.Name
 	})
+	run.JudgeTook = time.Since(run.At)
 	if *l.o.Config.Audit.Reports {
 		if err = l.writeReports(ctx, run); err != nil && !errors.Is(err, ErrNoReportsAPI) {
 			err = fmt.Errorf("writing the reports: %w", err)
@@ -246,6 +267,7 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	}
 	// The run's duration includes the writes: a run must fit in an interval.
 	run.Took = time.Since(run.At)
+	run.WriteTook = run.Took - run.JudgeTook
 	l.metrics.publish(run)
 	return run, err
 }

@@ -1,0 +1,58 @@
+package audit
+
+import (
+	"context"
+	"time"
+)
+
+// The audit's pace: it works in slices and rests between them, so that it
+// holds at most a share of one core and admission, on the same cores, keeps
+// its latency. The share is minShare, or more when the last run's work would
+// not fit in half an interval at it: a large cluster is audited faster, never
+// cut.
+const (
+	// minShare is the audit's least share of one core.
+	minShare = 0.2
+	// paceSlice is how much work is done between two rests.
+	paceSlice = time.Millisecond
+)
+
+// pacer rests in proportion to the work done: after each paceSlice of work,
+// slice × (1-share)/share.
+type pacer struct {
+	share float64
+	// work is the work since the last rest; Busy and Rested the run's totals.
+	work, Busy, Rested time.Duration
+}
+
+// newPacer paces a run: lastBusy is the work of the last run (0 for none), the
+// run must end within interval.
+func newPacer(lastBusy, interval time.Duration) *pacer {
+	share := minShare
+	if interval > 0 && lastBusy > 0 {
+		share = max(share, float64(lastBusy)/float64(interval/2))
+	}
+	return &pacer{share: min(share, 1)}
+}
+
+// did records work that took d and rests when a slice is done; it returns
+// ctx's error when ctx ends while resting.
+func (p *pacer) did(ctx context.Context, d time.Duration) error {
+	p.work += d
+	p.Busy += d
+	if p.work < paceSlice || p.share >= 1 {
+		return nil
+	}
+	rest := time.Duration(float64(p.work) * (1 - p.share) / p.share)
+	p.work = 0
+	t := time.NewTimer(rest)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	p.Rested += time.Since(start)
+	return nil
+}

@@ -1,0 +1,40 @@
+package audit
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+var _ = Describe("the pacer", func() {
+	It("holds a fifth of a core, or what the last run needs to end within half an interval", func() {
+		Expect(newPacer(0, time.Minute).share).To(Equal(minShare), "no run yet")
+		Expect(newPacer(3*time.Second, time.Minute).share).To(Equal(minShare), "3 s of work fits in 30 s at a fifth")
+		Expect(newPacer(15*time.Second, time.Minute).share).To(Equal(0.5))
+		Expect(newPacer(45*time.Second, time.Minute).share).To(Equal(1.0), "never more than one core")
+	})
+
+	It("rests after each slice of work in proportion to its share, and not with a whole core", func() {
+		p := newPacer(15*time.Second, time.Minute) // a half share
+		step := paceSlice / 4
+		for range 3 {
+			Expect(p.did(context.Background(), step)).To(Succeed())
+		}
+		Expect(p.Rested).To(BeZero(), "less than a slice of work")
+		Expect(p.did(context.Background(), 3*step)).To(Succeed())
+		Expect(p.Rested).To(BeNumerically(">=", 6*step), "as long as the work, at a half share")
+		Expect(p.Busy).To(Equal(6 * step))
+
+		whole := newPacer(time.Minute, time.Minute)
+		Expect(whole.did(context.Background(), time.Second)).To(Succeed())
+		Expect(whole.Rested).To(BeZero())
+	})
+
+	It("stops resting when the run's context ends", func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		Expect(newPacer(0, time.Minute).did(ctx, time.Second)).To(MatchError(context.Canceled))
+	})
+})
