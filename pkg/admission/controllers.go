@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -99,6 +100,9 @@ var webhookConfigurationKinds = map[schema.GroupKind]bool{
 type ControllerKind struct {
 	GVK      schema.GroupVersionKind
 	Resource string
+	// SubResources are the subresources whose writes can add a container,
+	// judged too: a Pod's ephemeralcontainers (kubectl debug).
+	SubResources []string
 }
 
 // controllerKinds is the one list of what the controller guard judges in the
@@ -108,7 +112,18 @@ var controllerKinds = []ControllerKind{
 	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, Resource: "statefulsets"},
 	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, Resource: "daemonsets"},
 	{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, Resource: "replicasets"},
-	{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: "pods"},
+	{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: "pods", SubResources: []string{"ephemeralcontainers"}},
+}
+
+// isControllerSubResource reports whether a subresource write can add a
+// container to a kind the controller guard judges.
+func isControllerSubResource(gvk schema.GroupVersionKind, sub string) bool {
+	for _, k := range controllerKinds {
+		if k.GVK.GroupKind() == gvk.GroupKind() && slices.Contains(k.SubResources, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // ControllerKinds returns the kinds the controller guard judges in the cluster.
@@ -215,7 +230,7 @@ func matchField(obj *unstructured.Unstructured, m *kueuecontroller.Match) *field
 		podSpec = []string{"spec"}
 	}
 	base := field.NewPath(podSpec[0], podSpec[1:]...)
-	for _, key := range []string{"containers", "initContainers"} {
+	for _, key := range []string{"containers", "initContainers", "ephemeralContainers"} {
 		list, _, _ := unstructured.NestedSlice(obj.Object, append(podSpec, key)...)
 		for i, c := range list {
 			if cm, ok := c.(map[string]any); ok && cm["name"] == m.Container {

@@ -246,7 +246,7 @@ func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster
 // and webhook configurations alike, everywhere but kueue-guard's own namespace.
 func (p *Pipeline) ValidateControllers(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
 	d := &Decision{}
-	if req.Object == nil || req.SubResource != "" ||
+	if req.Object == nil || (req.SubResource != "" && !isControllerSubResource(req.Kind, req.SubResource)) ||
 		(req.Namespace != "" && p.exempt != nil && p.exempt.IsOwnNamespace(req.Namespace)) {
 		return d, nil
 	}

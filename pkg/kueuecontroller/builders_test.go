@@ -24,6 +24,11 @@ var (
 	imageReason  = `image "` + kueueImage + `"`
 	labelsReason = "labels app.kubernetes.io/name=kueue,control-plane=controller-manager"
 	configReason = "argument " + kueueConfigArg
+	// The chart's marks, on the Deployment and on what it creates (the
+	// ReplicaSet and Pods carry the pod template's annotation only).
+	chartReason         = "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.17.0)"
+	chartTemplateReason = "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum)"
+	portReason          = "container port visibility"
 )
 
 // objBuilder builds unstructured workloads the way Kueue's tests build typed ones:

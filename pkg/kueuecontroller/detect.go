@@ -37,6 +37,22 @@ const (
 	// configFileName is the manager configuration file Kueue's chart and kustomize
 	// config mount and pass with --config.
 	configFileName = "controller_manager_config.yaml"
+
+	// Kueue's Helm chart marks its manager's pod template with this
+	// annotation and control-plane=controller-manager, and the Deployment
+	// with helm.sh/chart=kueue-<version> and
+	// app.kubernetes.io/component=controller: neither pair changes with the
+	// chart's nameOverride or fullnameOverride. (KueueViz, from the same
+	// chart, carries the annotation and the chart label but neither
+	// controller label.)
+	chartChecksumAnnotation = "charts.kueue.x-k8s.io/config-checksum"
+	labelHelmChart          = "helm.sh/chart"
+	labelComponent          = "app.kubernetes.io/component"
+	labelComponentValue     = "controller"
+
+	// visibilityPort is the name of the container port of Kueue's visibility
+	// API server, which only Kueue's manager serves.
+	visibilityPort = "visibility"
 )
 
 const (
@@ -65,7 +81,7 @@ var podTemplatePaths = map[schema.GroupVersionKind][]string{
 
 // containerLists are the pod spec fields scanned for containers, main containers first
 // so that Match.Container names the manager rather than a helper.
-var containerLists = []string{"containers", "initContainers"}
+var containerLists = []string{"containers", "initContainers", "ephemeralContainers"}
 
 // Detect reports whether obj — an apps/v1 Deployment, StatefulSet, DaemonSet or
 // ReplicaSet, or a v1 Pod, as received at admission — runs a Kueue controller manager,
@@ -93,11 +109,14 @@ func Detect(obj *unstructured.Unstructured) (*Match, bool) {
 		}
 	}
 	templateLabels, _ := nestedMap(template, "metadata", "labels")
+	templateAnnotations, _ := nestedMap(template, "metadata", "annotations")
 	ownLabels, _ := nestedMap(obj.Object, "metadata", "labels")
 	d.labels = hasSelectorLabels(templateLabels) || hasSelectorLabels(ownLabels)
+	d.chart = chartReasons(ownLabels, templateLabels, templateAnnotations)
 
-	if len(d.images) == 0 && !d.labels {
-		// Arguments alone are not enough: see the package documentation.
+	if len(d.images) == 0 && !d.labels && len(d.chart) == 0 && len(d.managerArgs) == 0 {
+		// The Configuration argument alone is not enough: see the package
+		// documentation.
 		return nil, false
 	}
 	m := &Match{Container: d.imageContainer}
@@ -108,8 +127,39 @@ func Detect(obj *unstructured.Unstructured) (*Match, bool) {
 	if d.labels {
 		m.Reasons = appendReasons(m.Reasons, []string{labelsReason})
 	}
+	m.Reasons = appendReasons(m.Reasons, d.chart)
+	m.Reasons = appendReasons(m.Reasons, d.managerArgs)
 	m.Reasons = appendReasons(m.Reasons, d.args)
 	return m, true
+}
+
+// chartReasons are the marks of Kueue's Helm chart on a manager, whatever the
+// release is called: the pod template's config-checksum annotation with
+// control-plane=controller-manager, or the Deployment's
+// helm.sh/chart=kueue-<version> with app.kubernetes.io/component=controller.
+func chartReasons(own, template, annotations map[string]any) []string {
+	var marks []string
+	if _, ok := annotations[chartChecksumAnnotation]; ok {
+		if plane, _ := template[labelControlPlane].(string); plane == labelControlValue {
+			marks = append(marks, "pod template annotation "+chartChecksumAnnotation)
+		}
+	}
+	chart, _ := own[labelHelmChart].(string)
+	if component, _ := own[labelComponent].(string); component == labelComponentValue && isKueueChart(chart) {
+		marks = append(marks, "label "+labelHelmChart+"="+shown(chart))
+	}
+	if len(marks) == 0 {
+		return nil
+	}
+	return []string{"Kueue's Helm chart (" + strings.Join(marks, ", ") + ")"}
+}
+
+// isKueueChart reports whether a helm.sh/chart value names Kueue's chart at a
+// version: kueue-0.17.0, kueue-v0.17.0 (not kueue-populator-0.1.0).
+func isKueueChart(chart string) bool {
+	v, ok := strings.CutPrefix(chart, "kueue-")
+	v = strings.TrimPrefix(v, "v")
+	return ok && v != "" && v[0] >= '0' && v[0] <= '9'
 }
 
 // detection accumulates the signals found while scanning one object.
@@ -118,6 +168,10 @@ type detection struct {
 	imageContainer string   // first container whose image matched
 	argContainer   string   // first container whose arguments matched
 	labels         bool
+	// chart are the marks of Kueue's Helm chart (chartReasons); managerArgs
+	// the containers that pass Kueue's Configuration file and serve the
+	// visibility API: Kueue's manager, whatever its image is called.
+	chart, managerArgs []string
 }
 
 // container examines one entry of a container list. Entries that are not objects, and
@@ -157,6 +211,23 @@ func (d *detection) container(c any) {
 	if found && d.argContainer == "" {
 		d.argContainer = name
 	}
+	if found && servesVisibility(cm) {
+		d.managerArgs = append(d.managerArgs, "container port "+visibilityPort)
+	}
+}
+
+// servesVisibility reports whether a container has a port named after Kueue's
+// visibility API server.
+func servesVisibility(c map[string]any) bool {
+	ports, _ := c["ports"].([]any)
+	for _, p := range ports {
+		if pm, ok := p.(map[string]any); ok {
+			if name, _ := pm["name"].(string); name == visibilityPort {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // configArgReason reports whether argv element arg — preceded by prev — passes Kueue's

@@ -17,19 +17,19 @@ var _ = Describe("Detect", func() {
 			Expect(ok).To(BeTrue())
 			Expect(got).To(Equal(&want))
 		},
-		Entry("Kueue's chart Deployment, by image, labels and argument", chartDeployment,
-			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, configReason}, Container: "manager"}),
-		Entry("a renamed, unlabelled copy in another namespace, by image and argument", renamedCopy,
-			kueuecontroller.Match{Reasons: []string{imageReason, configReason}, Container: "manager"}),
+		Entry("Kueue's chart Deployment, by image, labels, the chart's marks, port and argument", chartDeployment,
+			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, chartReason, portReason, configReason}, Container: "manager"}),
+		Entry("a renamed, unlabelled copy in another namespace, by image, port and argument", renamedCopy,
+			kueuecontroller.Match{Reasons: []string{imageReason, portReason, configReason}, Container: "manager"}),
 		Entry("the chart Deployment's ReplicaSet",
 			func() *unstructured.Unstructured { return replicaSetOf(chartDeployment()) },
-			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, configReason}, Container: "manager"}),
+			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, chartReason, portReason, configReason}, Container: "manager"}),
 		Entry("a Pod of the chart Deployment",
 			func() *unstructured.Unstructured { return podOf(replicaSetOf(chartDeployment())) },
-			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, configReason}, Container: "manager"}),
+			kueuecontroller.Match{Reasons: []string{imageReason, labelsReason, chartTemplateReason, portReason, configReason}, Container: "manager"}),
 		Entry("a Pod of the renamed copy",
 			func() *unstructured.Unstructured { return podOf(replicaSetOf(renamedCopy())) },
-			kueuecontroller.Match{Reasons: []string{imageReason, configReason}, Container: "manager"}),
+			kueuecontroller.Match{Reasons: []string{imageReason, portReason, configReason}, Container: "manager"}),
 		Entry("Kueue's kustomize install (config/default)", func() *unstructured.Unstructured {
 			return makeObj("Deployment", kueueNamespace, kueueDeployment).
 				labels("app.kubernetes.io/name", "kueue", "control-plane", "controller-manager").
@@ -83,6 +83,30 @@ var _ = Describe("Detect", func() {
 			return makeObj("Deployment", "ops", "kq").
 				podField([]any{"junk", int64(42), nil, map[string]any{"name": "manager", "image": kueueImage}}, "spec", "containers").obj()
 		}, kueuecontroller.Match{Reasons: []string{imageReason}, Container: "manager"}),
+		Entry("a flat mirror of upstream's image in a private registry", func() *unstructured.Unstructured {
+			return makeObj("Deployment", "ops", "scheduler").
+				container("manager", "myregistry.azurecr.io/kueue:v0.17.0").obj()
+		}, kueuecontroller.Match{Reasons: []string{`image "myregistry.azurecr.io/kueue:v0.17.0"`}, Container: "manager"}),
+		Entry("Kueue's chart with nameOverride and an image mirrored under another name: the chart's marks", func() *unstructured.Unstructured {
+			return makeObj("Deployment", "batch", "batch-scheduler-controller-manager").
+				labels("app.kubernetes.io/name", "scheduler", "control-plane", "controller-manager",
+					"helm.sh/chart", "kueue-0.17.0", "app.kubernetes.io/component", "controller").
+				podLabels("app.kubernetes.io/name", "scheduler", "control-plane", "controller-manager").
+				podField(map[string]any{"charts.kueue.x-k8s.io/config-checksum": "abc"}, "metadata", "annotations").
+				container("manager", "mirror.example.com/platform/scheduler:v0.17.0").obj()
+		}, kueuecontroller.Match{Reasons: []string{
+			"Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.17.0)"}}),
+		Entry("Kueue's manager arguments and visibility port, under any image and labels", func() *unstructured.Unstructured {
+			c := containerMap("manager", "mirror.example.com/platform/scheduler:v0.17.0", []string{"/manager"}, []string{kueueConfigArg})
+			c["ports"] = []any{map[string]any{"name": "webhook-server", "containerPort": int64(9443)},
+				map[string]any{"name": "visibility", "containerPort": int64(8082)}}
+			return makeObj("Deployment", "ops", "scheduler").appendContainer("containers", c).obj()
+		}, kueuecontroller.Match{Reasons: []string{"container port visibility", configReason},
+			Container: "manager"}),
+		Entry("an ephemeral container added to a Pod (kubectl debug)", func() *unstructured.Unstructured {
+			return makeObj("Pod", "ops", "web").container("web", "nginx:1.27").
+				appendContainer("ephemeralContainers", containerMap("debugger", kueueImage, nil, nil)).obj()
+		}, kueuecontroller.Match{Reasons: []string{imageReason}, Container: "debugger"}),
 		Entry("reasons are de-duplicated across replicas of one container", func() *unstructured.Unstructured {
 			return makeObj("Deployment", "ops", "kq").
 				container("a", kueueImage, kueueConfigArg).
@@ -124,6 +148,23 @@ var _ = Describe("Detect", func() {
 				podLabels("control-plane", "controller-manager").
 				commandContainer("manager", "docker.io/rocm/gpu-operator:v1.2.0",
 					[]string{"/manager"}, []string{"--config=controller_manager_config.yaml", "--zap-log-level=2"}).obj()
+		}),
+		Entry("KueueViz frontend with the chart's annotation and labels", func() *unstructured.Unstructured {
+			return makeObj("Deployment", kueueNamespace, "kueue-kueueviz-frontend").
+				labels("helm.sh/chart", "kueue-0.17.0").
+				podLabels("app", "kueueviz-frontend").
+				podField(map[string]any{"charts.kueue.x-k8s.io/config-checksum": "abc"}, "metadata", "annotations").
+				container("frontend", "registry.k8s.io/kueue/kueueviz-frontend:v0.17.0").obj()
+		}),
+		Entry("another chart named after Kueue", func() *unstructured.Unstructured {
+			return makeObj("Deployment", kueueNamespace, "populator").
+				labels("helm.sh/chart", "kueue-populator-0.1.0", "app.kubernetes.io/component", "controller").
+				container("manager", "example.com/populator:v1").obj()
+		}),
+		Entry("a port named visibility without Kueue's Configuration file", func() *unstructured.Unstructured {
+			c := containerMap("app", "example.com/app:v1", nil, []string{"--config=/etc/app.yaml"})
+			c["ports"] = []any{map[string]any{"name": "visibility", "containerPort": int64(8082)}}
+			return makeObj("Deployment", "ops", "app").appendContainer("containers", c).obj()
 		}),
 		Entry("a plain nginx Deployment", func() *unstructured.Unstructured {
 			return makeObj("Deployment", "web", "nginx").

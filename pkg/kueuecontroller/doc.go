@@ -16,26 +16,36 @@
 //
 // # Fingerprint
 //
-// An object runs a Kueue controller manager when either of these holds:
+// An object runs a Kueue controller manager when any of these holds:
 //
-//   - Image: a container or init container of the pod template (or Pod) runs an image
-//     whose repository path — registry host, tag and digest removed — ends in the
-//     element "kueue-controller-manager", or ends in the element "kueue" below an
-//     element that contains "kueue": registry.k8s.io/kueue/kueue,
+//   - Image: a container, init container or (in a Pod) ephemeral container runs an
+//     image whose repository path — registry host, tag and digest removed — ends in
+//     the element "kueue-controller-manager", or ends in the element "kueue" below an
+//     element that contains "kueue" or as the whole path: registry.k8s.io/kueue/kueue,
 //     us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue,
 //     mcr.microsoft.com/aks/kueue/kueue-controller-manager, a mirror's
-//     …/kueue-controller-manager@sha256:…. Kueue's other images — kueueviz-backend,
-//     kueueviz-frontend, kueue-populator, importer, debug — are not controller
-//     managers and do not match; neither does kueue-guard's own image.
+//     …/kueue-controller-manager@sha256:…, a flat mirror's myregistry.azurecr.io/kueue:v0.17.0.
+//     Kueue's other images — kueueviz-backend, kueueviz-frontend, kueue-populator,
+//     importer, debug — are not controller managers and do not match; neither does
+//     kueue-guard's own image, nor an image merely named kueue under another path
+//     (ghcr.io/someone/kueue).
 //   - Labels: the pod template's (or Pod's) labels, or the object's own labels, carry
 //     both app.kubernetes.io/name=kueue and control-plane=controller-manager, the
 //     selector labels of Kueue's Helm chart and of its kustomize config.
+//   - Kueue's Helm chart, whatever nameOverride or fullnameOverride renamed: the pod
+//     template's annotation charts.kueue.x-k8s.io/config-checksum with the label
+//     control-plane=controller-manager, or the object's labels helm.sh/chart=kueue-<version>
+//     with app.kubernetes.io/component=controller. (KueueViz, from the same chart,
+//     has the annotation and the chart label, but neither controller label.)
+//   - Kueue's manager by what it runs, whatever the image is called: a container that
+//     passes the manager flag --config naming Kueue's Configuration file (below) and
+//     has a container port named visibility, Kueue's visibility API server.
 //
-// A third signal, a manager flag --config (or -config, in the =value or the two-word
-// form) naming a file called controller_manager_config.yaml, is recorded as a reason
-// when one of the two above holds, but is not enough on its own: that file name is
-// kubebuilder's ComponentConfig scaffold, used by unrelated operators (the AMD GPU
-// operator among them) and by Kueue's own kueue-populator
+// The manager flag --config (or -config, in the =value or the two-word form) naming
+// a file called controller_manager_config.yaml is recorded as a reason when another
+// signal holds, but is not enough on its own: that file name is kubebuilder's
+// ComponentConfig scaffold, used by unrelated operators (the AMD GPU operator among
+// them) and by Kueue's own kueue-populator
 // (--config=/etc/kueue/controller_manager_config.yaml), which must not match. The
 // manager binary /manager and --zap-log-level are generic to every kubebuilder
 // project and count for nothing.

@@ -7,8 +7,10 @@ const (
 	// some mirrors publish the manager under.
 	managerImageName = "kueue-controller-manager"
 	// upstreamImageName is the last path element of upstream's manager image
-	// (registry.k8s.io/kueue/kueue); alone it is too plain a name, so it only counts
-	// below a path element that mentions kueue.
+	// (registry.k8s.io/kueue/kueue). It counts below a path element that
+	// mentions kueue, or as the whole path: a mirror that copies the image flat
+	// into a private registry (myregistry.azurecr.io/kueue:v0.17.0). Under any
+	// other path (ghcr.io/someone/kueue) it is too plain a name.
 	upstreamImageName = "kueue"
 )
 
@@ -25,6 +27,9 @@ func isKueueManagerImage(image string) bool {
 	case managerImageName:
 		return true
 	case upstreamImageName:
+		if len(elems) == 1 {
+			return true
+		}
 		for _, e := range elems[:len(elems)-1] {
 			if strings.Contains(e, upstreamImageName) {
 				return true

@@ -7,10 +7,13 @@ import (
 )
 
 // MayRunKueue is the Go twin of the controller webhook's match condition
-// (webhookconfig.MayRunKueueCondition): Kueue's chart label on the object or its
-// pod template, or a container image that mentions kueue. It is a superset of
-// Detect, cheap enough for the API server to evaluate on every Pod; the offline
-// reviewer uses it to judge exactly the objects the webhook would be sent.
+// (webhookconfig.MayRunKueueCondition): Kueue's chart label (app.kubernetes.io/name=kueue
+// or helm.sh/chart=kueue-…) on the object or its pod template, Kueue's chart
+// annotation on the pod template, a container (init and ephemeral containers
+// included) whose image mentions kueue, or one with a port named visibility. It
+// is a superset of Detect, cheap enough for the API server to evaluate on every
+// Pod; the offline reviewer uses it to judge exactly the objects the webhook
+// would be sent.
 func MayRunKueue(obj *unstructured.Unstructured) bool {
 	if kueueLabelled(obj.GetLabels()) {
 		return true
@@ -18,16 +21,25 @@ func MayRunKueue(obj *unstructured.Unstructured) bool {
 	podSpec := []string{"spec", "template", "spec"}
 	if obj.GetKind() == "Pod" {
 		podSpec = []string{"spec"}
-	} else if labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels"); kueueLabelled(labels) {
-		return true
+	} else {
+		labels, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "labels")
+		annotations, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
+		if _, ok := annotations[chartChecksumAnnotation]; ok || kueueLabelled(labels) {
+			return true
+		}
 	}
-	for _, key := range []string{"containers", "initContainers"} {
+	for _, key := range containerLists {
 		list, _, _ := unstructured.NestedSlice(obj.Object, append(podSpec, key)...)
 		for _, c := range list {
-			if cm, ok := c.(map[string]any); ok {
-				if image, ok := cm["image"].(string); ok && strings.Contains(image, "kueue") {
-					return true
-				}
+			cm, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			if image, ok := cm["image"].(string); ok && strings.Contains(image, "kueue") {
+				return true
+			}
+			if servesVisibility(cm) {
+				return true
 			}
 		}
 	}
@@ -35,5 +47,5 @@ func MayRunKueue(obj *unstructured.Unstructured) bool {
 }
 
 func kueueLabelled(labels map[string]string) bool {
-	return labels[labelName] == "kueue"
+	return labels[labelName] == "kueue" || strings.HasPrefix(labels[labelHelmChart], "kueue-")
 }

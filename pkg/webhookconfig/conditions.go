@@ -2,6 +2,7 @@ package webhookconfig
 
 import (
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -33,21 +34,35 @@ func TopLevelCondition(trusted string) admissionregistrationv1.MatchCondition {
 }
 
 // MayRunKueueCondition passes only objects that could run a Kueue controller
-// manager by the controller guard's fingerprint: Kueue's chart label, or a
-// container image that mentions kueue. Every other Pod and Deployment in the
-// cluster (kube-system's included) never waits on kueue-guard.
+// manager by the controller guard's fingerprint: Kueue's chart labels
+// (app.kubernetes.io/name=kueue, helm.sh/chart=kueue-…) or pod template
+// annotation, a container (init and ephemeral ones included) whose image
+// mentions kueue, or one with a port named visibility (Kueue's visibility API).
+// Every other Pod and Deployment in the cluster (kube-system's included) never
+// waits on kueue-guard. kueuecontroller.MayRunKueue is its Go twin.
 func MayRunKueueCondition() admissionregistrationv1.MatchCondition {
 	labelled := func(meta string) string {
-		return fmt.Sprintf("(has(%[1]s.labels) && 'app.kubernetes.io/name' in %[1]s.labels && "+
-			"%[1]s.labels['app.kubernetes.io/name'] == 'kueue')", meta)
+		return fmt.Sprintf("(has(%[1]s.labels) && (('app.kubernetes.io/name' in %[1]s.labels && "+
+			"%[1]s.labels['app.kubernetes.io/name'] == 'kueue') || ('helm.sh/chart' in %[1]s.labels && "+
+			"%[1]s.labels['helm.sh/chart'].startsWith('kueue-'))))", meta)
 	}
-	images := func(spec string) string {
-		return fmt.Sprintf("(%[1]s.containers.exists(c, has(c.image) && c.image.contains('kueue')) || "+
-			"(has(%[1]s.initContainers) && %[1]s.initContainers.exists(c, has(c.image) && c.image.contains('kueue'))))", spec)
+	annotated := func(meta string) string {
+		return fmt.Sprintf("(has(%[1]s.annotations) && 'charts.kueue.x-k8s.io/config-checksum' in %[1]s.annotations)", meta)
+	}
+	suspect := "(has(c.image) && c.image.contains('kueue')) || " +
+		"(has(c.ports) && c.ports.exists(p, has(p.name) && p.name == 'visibility'))"
+	containers := func(spec string, lists ...string) string {
+		var terms []string
+		for _, l := range lists {
+			terms = append(terms, fmt.Sprintf("(has(%[1]s.%[2]s) && %[1]s.%[2]s.exists(c, %[3]s))", spec, l, suspect))
+		}
+		return "(" + strings.Join(terms, " || ") + ")"
 	}
 	return admissionregistrationv1.MatchCondition{
 		Name: "may-run-kueue",
-		Expression: labelled("object.metadata") + " || (request.kind.kind == 'Pod' ? " + images("object.spec") +
-			" : (" + labelled("object.spec.template.metadata") + " || " + images("object.spec.template.spec") + "))",
+		Expression: labelled("object.metadata") + " || (request.kind.kind == 'Pod' ? " +
+			containers("object.spec", "containers", "initContainers", "ephemeralContainers") +
+			" : (" + labelled("object.spec.template.metadata") + " || " + annotated("object.spec.template.metadata") + " || " +
+			containers("object.spec.template.spec", "containers", "initContainers") + "))",
 	}
 }

@@ -162,6 +162,9 @@ func ControllerRules() []admissionregistrationv1.RuleWithOperations {
 				Scope: ptr.To(admissionregistrationv1.NamespacedScope)}})
 		}
 		rules[i].Resources = append(rules[i].Resources, k.Resource)
+		for _, sub := range k.SubResources {
+			rules[i].Resources = append(rules[i].Resources, k.Resource+"/"+sub)
+		}
 	}
 	return rules
 }

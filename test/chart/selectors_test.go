@@ -199,6 +199,45 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 		Entry("the release namespace", testenv.ServerNamespace, false, false),
 	)
 
+	DescribeTable("send the controller guard every Deployment the fingerprint can match, whatever Kueue's install is called",
+		func(mark func(*appsv1.Deployment)) {
+			dep := deployment(tenant)
+			mark(dep)
+			d := delta(func() {
+				// Admitted or denied: what matters is that the guard judged it.
+				_ = k8sClient.Create(ctx, dep, client.DryRunAll)
+			})
+			Expect(d[webhookconfig.ValidateKueueControllersWebhook]).To(BeNumerically(">=", 1))
+		},
+		Entry("a flat mirror of Kueue's image", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Image = "myregistry.azurecr.io/kueue:v0.17.0"
+		}),
+		Entry("Kueue's chart label helm.sh/chart, as nameOverride leaves it", func(d *appsv1.Deployment) {
+			d.Labels = map[string]string{"helm.sh/chart": "kueue-0.17.0", "app.kubernetes.io/component": "controller"}
+		}),
+		Entry("Kueue's chart annotation on the pod template", func(d *appsv1.Deployment) {
+			d.Spec.Template.Annotations = map[string]string{"charts.kueue.x-k8s.io/config-checksum": "abc"}
+			d.Spec.Template.Labels["control-plane"] = "controller-manager"
+		}),
+		Entry("a container port named visibility", func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "visibility", ContainerPort: 8082}}
+		}),
+	)
+
+	It("send the controller guard an ephemeral container added to a running Pod (kubectl debug)", func() {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "debug-me-", Namespace: tenant},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/busybox:1.36",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}}}
+		Expect(k8sClient.Create(ctx, pod)).To(Succeed())
+		pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: "registry.k8s.io/kueue/kueue:v0.17.0"}}}
+		d := delta(func() {
+			_ = k8sClient.SubResource("ephemeralcontainers").Update(ctx, pod, client.DryRunAll)
+		})
+		Expect(d[webhookconfig.ValidateKueueControllersWebhook]).To(BeNumerically(">=", 1))
+	})
+
 	DescribeTable("never send the controller guard Pods and Deployments that cannot run Kueue",
 		func(namespace string) {
 			d := delta(func() {

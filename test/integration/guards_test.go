@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -162,6 +163,49 @@ var _ = Describe("guardrails under the managed profile", func() {
 				"Deployment kueue-second/kueue-controller-manager would run a second Kueue controller manager")
 			invalid(err, "spec.template.spec.containers[0].image",
 				"the managed Kueue install (Deployment kueue-system/kueue-controller-manager) owns this cluster")
+		})
+
+		DescribeTable("rejects Kueue's chart installed with nameOverride, its image mirrored",
+			func(repository, field string, reason string) {
+				ensureNamespace("batch-kueue")
+				objs, err := testenv.RenderKueueChart("batch", "batch-kueue", map[string]any{"nameOverride": "scheduler",
+					"controllerManager": map[string]any{"manager": map[string]any{"image": map[string]any{
+						"repository": repository, "tag": "v0.17.0"}}}})
+				Expect(err).NotTo(HaveOccurred())
+				var dep *unstructured.Unstructured
+				for _, o := range objs {
+					if o.GetKind() == "Deployment" && strings.HasSuffix(o.GetName(), "controller-manager") {
+						dep = o
+					}
+				}
+				Expect(dep).NotTo(BeNil())
+				Expect(dep.GetName()).To(Equal("batch-scheduler-controller-manager"), "nameOverride renames it")
+				Expect(dep.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/name", "scheduler"))
+				err = k8sClient.Create(ctx, dep)
+				invalid(err, field, "Deployment batch-kueue/batch-scheduler-controller-manager would run a second Kueue controller manager")
+				invalid(err, field, reason)
+			},
+			Entry("flat, into a private registry", "myregistry.azurecr.io/kueue",
+				"spec.template.spec.containers[0].image", `image "myregistry.azurecr.io/kueue:v0.17.0"`),
+			Entry("under a name that says nothing", "mirror.example.com/platform/scheduler",
+				"spec.template.spec.containers[0].image", "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.17.0), container port visibility"),
+		)
+
+		It("rejects Kueue's manager added to a running Pod as an ephemeral container (kubectl debug)", func() {
+			ensureNamespace("debugging")
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "debugging"},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/busybox:1.36"}}}}
+			Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, pod))).To(Succeed())
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+			pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debugger", Image: "registry.k8s.io/kueue/kueue:v0.17.0",
+				Args: []string{"--config=/controller_manager_config.yaml"}}}}
+			err := k8sClient.SubResource("ephemeralcontainers").Update(ctx, pod)
+			invalid(err, "spec.ephemeralContainers[0].image", "Pod debugging/web would run a second Kueue controller manager")
+
+			By("a debugging container that is not Kueue is admitted")
+			pod.Spec.EphemeralContainers[0].Image, pod.Spec.EphemeralContainers[0].Args = "registry.k8s.io/busybox:1.36", nil
+			Expect(k8sClient.SubResource("ephemeralcontainers").Update(ctx, pod)).To(Succeed())
 		})
 
 		It("rejects a renamed copy: other name, other namespace, same image and arguments", func() {
