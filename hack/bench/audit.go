@@ -94,7 +94,7 @@ func (b *bench) measureAudit(ctx context.Context) error {
 	}
 	res.Rate = b.o.openFractions[0] * closed.RPS
 
-	cfgPath, err := auditConfig(b.o.config, b.workDir, interval)
+	cfgPath, err := auditConfig(b.guard.config, b.workDir, interval)
 	if err != nil {
 		return err
 	}
@@ -190,6 +190,19 @@ func (b *bench) bodyNamed(name string) *body {
 
 // auditConfig writes a copy of the configuration with audit.interval set.
 func auditConfig(path, dir string, interval time.Duration) (string, error) {
+	return writeConfig(path, dir, "config-audit.yaml", func(cfg map[string]any) {
+		audit, _ := cfg["audit"].(map[string]any)
+		if audit == nil {
+			audit = map[string]any{}
+		}
+		audit["interval"] = interval.String()
+		cfg["audit"] = audit
+	})
+}
+
+// writeConfig writes a copy of the configuration at path into dir, as name,
+// edited by edit; it returns the copy's path.
+func writeConfig(path, dir, name string, edit func(map[string]any)) (string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -198,17 +211,12 @@ func auditConfig(path, dir string, interval time.Duration) (string, error) {
 	if err := yaml.Unmarshal(raw, &cfg); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	audit, _ := cfg["audit"].(map[string]any)
-	if audit == nil {
-		audit = map[string]any{}
-	}
-	audit["interval"] = interval.String()
-	cfg["audit"] = audit
+	edit(cfg)
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(dir, "config-audit.yaml")
+	p := filepath.Join(dir, name)
 	return p, os.WriteFile(p, out, 0o644)
 }
 

@@ -28,6 +28,7 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 	if err != nil {
 		return nil, err
 	}
+	suspender, absence := NewKueueAbsence(cfg.KueueAbsent)
 	validating := []ValidationStep{
 		ObjectShape{},
 		OwnerGuard{},
@@ -38,9 +39,11 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		QueueImmutability{},
 		NewQueueRetention(queuePolicy),
 		PodGroupResize{},
+		absence,
 	}
 	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
-		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue)},
+		// Suspension after defaulting: a defaulted queue counts.
+		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue), suspender},
 		Validating:  append(validating, policies...),
 		Controllers: []ValidationStep{NewControllerGuard(cfg)},
 	}), nil

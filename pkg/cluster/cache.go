@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +20,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -164,8 +166,14 @@ func keptMetadata(u *unstructured.Unstructured) map[string]any {
 	return meta
 }
 
-// stripDeployment keeps a Deployment's identity, labels, owners and containers'
-// images, commands and arguments; everything else is dropped before caching.
+// kueueChartAnnotation is the pod template annotation of Kueue's Helm chart
+// that the Kueue controller fingerprint reads.
+const kueueChartAnnotation = "charts.kueue.x-k8s.io/config-checksum"
+
+// stripDeployment keeps a Deployment's identity, labels, owners, its pod
+// template's labels and Kueue chart annotation, and its containers' images,
+// commands, arguments and port names: what the Kueue controller fingerprint
+// reads. Everything else is dropped before caching.
 func stripDeployment(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -189,6 +197,18 @@ func stripDeployment(obj any) (any, error) {
 						slim[f] = v
 					}
 				}
+				// Only the names of the ports: Kueue's manager names one visibility.
+				if ports, ok := cm["ports"].([]any); ok {
+					var names []any
+					for _, p := range ports {
+						if pm, ok := p.(map[string]any); ok && pm["name"] != nil {
+							names = append(names, map[string]any{"name": pm["name"]})
+						}
+					}
+					if names != nil {
+						slim["ports"] = names
+					}
+				}
 				kept = append(kept, slim)
 			}
 			if kept != nil {
@@ -196,8 +216,18 @@ func stripDeployment(obj any) (any, error) {
 			}
 		}
 		t := map[string]any{"spec": podSpec}
+		tmd := map[string]any{}
 		if labels, found, _ := unstructured.NestedMap(tmpl, "metadata", "labels"); found {
-			t["metadata"] = map[string]any{"labels": labels}
+			tmd["labels"] = labels
+		}
+		// Of the annotations, only the one Kueue's chart marks its manager with.
+		if annotations, found, _ := unstructured.NestedStringMap(tmpl, "metadata", "annotations"); found {
+			if v, ok := annotations[kueueChartAnnotation]; ok {
+				tmd["annotations"] = map[string]any{kueueChartAnnotation: v}
+			}
+		}
+		if len(tmd) > 0 {
+			t["metadata"] = tmd
 		}
 		spec["template"] = t
 	}
@@ -211,6 +241,7 @@ type InformerView struct {
 	cache          cache.Cache
 	kueueNamespace string
 	kueueConfig    atomic.Pointer[parsedKueueConfig]
+	serving        atomic.Pointer[servingState]
 	// optional are the kinds served by CRDs, whose informers follow them.
 	optional *optionalKinds
 	// kueue are Kueue's kinds among them.
@@ -336,6 +367,34 @@ func (v *InformerView) QueuesKnown() bool {
 
 // optionalReady says why an optional kind cannot be read yet, so that a
 // request is never judged against an empty cache.
+// KueueServing implements View. What it saw is kept for servingTTL, so that a
+// burst of requests lists the webhook configurations once. A list that fails
+// reads as not serving: suspending a queued workload Kueue would have
+// suspended itself changes nothing.
+func (v *InformerView) KueueServing() bool {
+	now := time.Now().UnixNano()
+	if s := v.serving.Load(); s != nil && now-s.at < int64(servingTTL) {
+		return s.serving
+	}
+	serving := false
+	if v.QueuesKnown() {
+		list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+		if err := v.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err == nil {
+			serving = kueueorder.Registered(list.Items)
+		}
+	}
+	v.serving.Store(&servingState{at: now, serving: serving})
+	return serving
+}
+
+// servingTTL is how long KueueServing keeps an answer.
+const servingTTL = 250 * time.Millisecond
+
+type servingState struct {
+	at      int64
+	serving bool
+}
+
 func (v *InformerView) optionalReady(gvk schema.GroupVersionKind) error {
 	k, ok := v.optional.byGVK[gvk]
 	if !ok || k.known() {

@@ -162,6 +162,9 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 // QueuesKnown implements View: a snapshot holds every queue there is.
 func (s *Snapshot) QueuesKnown() bool { return true }
 
+// KueueServing implements View: a snapshot judges as if Kueue were there.
+func (s *Snapshot) KueueServing() bool { return true }
+
 // TrainingRuntime implements View.
 func (s *Snapshot) TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 	u, ok := s.runtimes[runtimeKey{kind, namespace, name}]

@@ -26,6 +26,10 @@ type View interface {
 	// not installed, or serve another version), a missing queue means
 	// "unknown", not "does not exist".
 	QueuesKnown() bool
+	// KueueServing reports whether Kueue is serving: its CRDs are served
+	// (QueuesKnown) and its workload mutating webhooks are registered. While
+	// it is not, nothing but kueue-guard suspends a new queued workload.
+	KueueServing() bool
 	// LocalQueue returns a LocalQueue by namespace and name.
 	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
 	// ClusterQueue returns a ClusterQueue by name.

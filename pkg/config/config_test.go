@@ -24,6 +24,7 @@ const fullExample = header + `
 audit: {interval: 5m, reports: false, maxObjects: 500}
 installProfile: oss
 kueueNamespace: kueue-system
+kueueAbsent: deny
 exemptNamespaces: [monitoring, istio-system]
 defaulting:
   missingLocalQueue: deny
@@ -54,6 +55,7 @@ func defaulted() *config.Configuration {
 		TypeMeta:       metav1.TypeMeta{APIVersion: config.GroupVersion, Kind: config.Kind},
 		InstallProfile: config.ProfileManaged,
 		KueueNamespace: "kueue-system",
+		KueueAbsent:    config.KueueAbsentSuspend,
 		Defaulting: config.Defaulting{MissingLocalQueue: config.MissingLocalQueueWarn, Backstop: config.BackstopDeny,
 			Unqueued: config.Unqueued{Action: config.UnqueuedAllow}},
 		Integrations: config.Integrations{Action: config.IntegrationActionDeny},
@@ -145,6 +147,7 @@ var _ = Describe("Decode", func() {
 			TypeMeta:         metav1.TypeMeta{APIVersion: config.GroupVersion, Kind: config.Kind},
 			InstallProfile:   config.ProfileOSS,
 			KueueNamespace:   "kueue-system",
+			KueueAbsent:      config.KueueAbsentDeny,
 			ExemptNamespaces: []string{"monitoring", "istio-system"},
 			Defaulting: config.Defaulting{
 				MissingLocalQueue: config.MissingLocalQueueDeny,
@@ -223,6 +226,8 @@ var _ = Describe("Validate", func() {
 			}
 		},
 		Entry("valid", func(*config.Configuration) {}, []string{}, ""),
+		Entry("bad kueueAbsent", func(c *config.Configuration) { c.KueueAbsent = "wait" }, []string{"kueueAbsent: Unsupported value"},
+			`supported values: "suspend", "deny", "allow"`),
 		Entry("bad apiVersion", func(c *config.Configuration) { c.APIVersion = "v1" },
 			[]string{"apiVersion: Unsupported value"}, `supported values: "config.kueue-guard.io/v1alpha1"`),
 		Entry("bad kind", func(c *config.Configuration) { c.Kind = "Config" },

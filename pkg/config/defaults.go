@@ -24,6 +24,9 @@ func (c *Configuration) SetDefaults() {
 	if c.KueueNamespace == "" {
 		c.KueueNamespace = DefaultKueueNamespace
 	}
+	if c.KueueAbsent == "" {
+		c.KueueAbsent = KueueAbsentSuspend
+	}
 	if c.Defaulting.MissingLocalQueue == "" {
 		c.Defaulting.MissingLocalQueue = MissingLocalQueueWarn
 	}

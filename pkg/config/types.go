@@ -105,7 +105,25 @@ type Configuration struct {
 	Trust Trust `json:"trust,omitempty"`
 	// Audit configures the loop that judges the workloads the cluster already runs.
 	Audit Audit `json:"audit,omitempty"`
+	// KueueAbsent says what happens to a new queued workload while Kueue is not serving (its
+	// mutating webhooks are not registered, or its CRDs are not served): without Kueue's webhook
+	// nothing suspends it, and it would run outside quota. Default suspend.
+	KueueAbsent KueueAbsentAction `json:"kueueAbsent,omitempty"`
 }
+
+// KueueAbsentAction is what kueue-guard does with a new queued workload while Kueue is not
+// serving.
+type KueueAbsentAction string
+
+const (
+	// KueueAbsentSuspend creates it suspended (spec.suspend and the like), or a Pod with Kueue's
+	// scheduling gate, so that it waits for Kueue; a kind with neither is denied.
+	KueueAbsentSuspend KueueAbsentAction = "suspend"
+	// KueueAbsentDeny denies it.
+	KueueAbsentDeny KueueAbsentAction = "deny"
+	// KueueAbsentAllow admits it as it is (it runs outside quota until Kueue is back).
+	KueueAbsentAllow KueueAbsentAction = "allow"
+)
 
 // Audit configures serve's audit loop: every interval, one replica (the holder of a Lease) lists
 // every top-level workload and judges it with the admission pipeline, as if it were created now.

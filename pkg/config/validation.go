@@ -52,6 +52,12 @@ func (c *Configuration) Validate() field.ErrorList {
 		errs = append(errs, field.NotSupported(installProfilePath, c.InstallProfile,
 			[]InstallProfile{ProfileManaged, ProfileOSS}))
 	}
+	switch c.KueueAbsent {
+	case KueueAbsentSuspend, KueueAbsentDeny, KueueAbsentAllow:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("kueueAbsent"), c.KueueAbsent,
+			[]KueueAbsentAction{KueueAbsentSuspend, KueueAbsentDeny, KueueAbsentAllow}))
+	}
 	errs = append(errs, validateNamespaceName(kueueNamespacePath, c.KueueNamespace)...)
 	errs = append(errs, validateExemptNamespaces(c.ExemptNamespaces)...)
 	errs = append(errs, validateDefaulting(&c.Defaulting)...)

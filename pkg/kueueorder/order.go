@@ -33,6 +33,20 @@ var kueuePaths = func() map[string]bool {
 	return m
 }()
 
+// Registered reports whether some configuration registers one of Kueue's
+// workload mutating webhooks: while none does, nothing suspends a new queued
+// workload but kueue-guard.
+func Registered(configs []admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	for _, c := range configs {
+		for _, w := range c.Webhooks {
+			if kueuePaths[webhookPath(w.ClientConfig)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Problem is a configuration holding Kueue's workload webhooks that the API
 // server calls before kueue-guard's, and whose webhooks are not re-invoked
 // after later mutations.

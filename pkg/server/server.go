@@ -196,7 +196,31 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return followGauge(ctx, kueueServed, view.QueuesKnown)
+		return followGauge(ctx, kueueServed, view.QueuesKnown, nil)
+	})); err != nil {
+		return nil, err
+	}
+	kueueServing, err := kgmetrics.Register(crmetrics.Registry, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kueue_guard_kueue_serving",
+		Help: "1 while Kueue is serving (its CRDs are served and its workload mutating webhooks registered); 0 while new queued workloads are handled per kueueAbsent (kueue_guard.kueue_absent).",
+	}))
+	if err != nil {
+		return nil, err
+	}
+	absentLog := o.Logger.WithName("kueue-absent")
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		// Wait for the caches: before they sync, Kueue is not known to be away.
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		return followGauge(ctx, kueueServing, view.KueueServing, func(serving bool) {
+			if serving {
+				absentLog.Info("Kueue is serving: new queued workloads are left to Kueue's webhooks")
+			} else {
+				absentLog.Info("Kueue is not serving (webhooks not registered or CRDs not served): new queued workloads are handled per kueueAbsent",
+					"kueueAbsent", o.Config.KueueAbsent)
+			}
+		})
 	})); err != nil {
 		return nil, err
 	}
@@ -285,15 +309,21 @@ func New(ctx context.Context, o Options) (*Server, error) {
 
 // followGauge sets g to 1 while known() holds, and 0 otherwise, every second
 // until ctx ends.
-func followGauge(ctx context.Context, g prometheus.Gauge, known func() bool) error {
+func followGauge(ctx context.Context, g prometheus.Gauge, known func() bool, changed func(bool)) error {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	var last *bool
 	for {
-		if known() {
+		now := known()
+		if now {
 			g.Set(1)
 		} else {
 			g.Set(0)
 		}
+		if changed != nil && (last == nil || *last != now) {
+			changed(now)
+		}
+		last = &now
 		select {
 		case <-ctx.Done():
 			return nil

@@ -222,6 +222,42 @@ func SetAnnotation(obj *unstructured.Unstructured, in *integrations.Integration,
 // whose value shares nothing with the object, so that later edits of the object
 // do not change what the patch says.
 func setString(obj *unstructured.Unstructured, path []string, key, value string) ([]jsonpatch.Operation, error) {
+	return setValue(obj, path, key, value)
+}
+
+// SetField sets the field at path (maps created as needed) to value, returning
+// the patch that does the same: how a workload is suspended.
+func SetField(obj *unstructured.Unstructured, path []string, value any) ([]jsonpatch.Operation, error) {
+	if len(path) == 0 {
+		return nil, fmt.Errorf("no field to set")
+	}
+	return setValue(obj, path[:len(path)-1], path[len(path)-1], value)
+}
+
+// AddSchedulingGate adds a scheduling gate to a Pod, unless it has it.
+func AddSchedulingGate(obj *unstructured.Unstructured, gate string) ([]jsonpatch.Operation, error) {
+	if HasSchedulingGate(obj, gate) {
+		return nil, nil
+	}
+	spec, ok := obj.Object["spec"].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("spec is not an object")
+	}
+	entry := map[string]any{"name": gate}
+	switch gates := spec["schedulingGates"].(type) {
+	case nil:
+		spec["schedulingGates"] = []any{entry}
+		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/spec/schedulingGates", []any{map[string]any{"name": gate}})}, nil
+	case []any:
+		spec["schedulingGates"] = append(gates, entry)
+		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/spec/schedulingGates/-", map[string]any{"name": gate})}, nil
+	default:
+		return nil, fmt.Errorf("spec.schedulingGates is not a list")
+	}
+}
+
+// setValue sets path.key to value, as setString describes.
+func setValue(obj *unstructured.Unstructured, path []string, key string, value any) ([]jsonpatch.Operation, error) {
 	cur := obj.Object
 	for i, seg := range path {
 		next, ok := cur[seg]
@@ -243,7 +279,7 @@ func setString(obj *unstructured.Unstructured, path []string, key, value string)
 }
 
 // nestedValue is {path[0]: {path[1]: ... {key: value}}}.
-func nestedValue(path []string, key, value string) map[string]any {
+func nestedValue(path []string, key string, value any) map[string]any {
 	v := map[string]any{key: value}
 	for i := len(path) - 1; i >= 0; i-- {
 		v = map[string]any{path[i]: v}

@@ -58,7 +58,7 @@ deny contains "flagged while this policy is tried" if input.workload.kind.kind =
 // webhook port (the suite registers no webhooks), as identity.
 func auditServer(identity, policyDir string, interval time.Duration) *testenv.Server {
 	GinkgoHelper()
-	cfg := config.Default()
+	cfg := testenv.ConfigWithoutKueue()
 	cfg.InstallProfile = config.ProfileOSS
 	cfg.Integrations.Frameworks = []string{"batch/job", "pod"}
 	cfg.Policies.Directory = policyDir

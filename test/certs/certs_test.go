@@ -26,7 +26,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -105,7 +104,7 @@ var _ = Describe("--manage-certs", func() {
 
 		certDir := GinkgoT().TempDir()
 		policyDir := GinkgoT().TempDir()
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = policyDir
 		port, probe := freePort(), freePort()
 		srv, err := server.New(ctx, server.Options{

@@ -52,6 +52,8 @@ webhooks:
       - {key: ` + optOutLabel + `, operator: DoesNotExist}
 config:
   exemptNamespaces: [` + exemptNamespace + `]
+  # No Kueue manager runs here (test/lifecycle plays kueueAbsent).
+  kueueAbsent: allow
 `
 
 var (

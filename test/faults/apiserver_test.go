@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // cutProxy forwards TCP connections to the API server until it is cut: then
@@ -127,7 +127,7 @@ var _ = Describe("the API server unreachable for 30 s under steady load", func()
 		restCfg := rest.CopyConfig(env.Config)
 		restCfg.Host = "https://" + proxy.addr
 
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		srv, err := env.StartServer(ctx, restCfg, cfg)
 		Expect(err).NotTo(HaveOccurred())

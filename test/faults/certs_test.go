@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
@@ -45,7 +44,7 @@ var _ = Describe("the serving certificate replaced under steady load", func() {
 		ips, names := []net.IP{net.ParseIP(o.LocalServingHost)}, []string{"localhost"}
 		_, err := testenv.WriteServingCert(dir, ips, names)
 		Expect(err).NotTo(HaveOccurred())
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		srv, err := env.StartServerOptions(ctx, env.Config, cfg, func(so *server.Options) { so.CertDir = dir })
 		Expect(err).NotTo(HaveOccurred())
@@ -113,7 +112,7 @@ var _ = Describe("the webhook port with --client-ca-file", Ordered, func() {
 		Expect(env.WebhookClientCA).NotTo(BeEmpty(), "the suite's API server presents a client certificate")
 		caFile = filepath.Join(GinkgoT().TempDir(), "client-ca.crt")
 		Expect(os.WriteFile(caFile, env.WebhookClientCA, 0o644)).To(Succeed())
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		srv, err := env.StartServerOptions(ctx, env.Config, cfg, func(so *server.Options) { so.ClientCAFile = caFile })
 		Expect(err).NotTo(HaveOccurred(), "ready: the readiness check's own handshake is not refused")

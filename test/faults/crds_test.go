@@ -133,7 +133,7 @@ var _ = Describe("Kueue's CRDs come and go", Ordered, func() {
 		_, _, err := env.Kubectl(nil, "get", "crd", "localqueues.kueue.x-k8s.io")
 		Expect(err).To(HaveOccurred(), "the suite's cluster starts without Kueue's CRDs")
 
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.InstallProfile = config.ProfileOSS
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(cfg.Policies.Directory, "lws-groups.rego"), []byte(lwsGroupsPolicy), 0o644)).To(Succeed())

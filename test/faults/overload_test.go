@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
@@ -26,7 +25,7 @@ import (
 // saw one of 160 calls time out), so the default is well above it.
 var _ = Describe("a burst beyond the in-flight limit", func() {
 	It("is answered 429 and retried by the API server: every request succeeds", func() {
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		srv, err := env.StartServerOptions(ctx, env.Config, cfg, func(o *server.Options) { o.MaxInFlight = limit })
 		Expect(err).NotTo(HaveOccurred())

@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // load is a steady stream of AdmissionReviews to the mutating webhook from a
@@ -119,7 +119,7 @@ const propagation = time.Second
 // load for a second, sends it the SIGTERM, and returns the load's figures once
 // the client has stopped and the server has exited.
 func terminateUnderLoad(delay time.Duration) (*load, time.Duration) {
-	cfg := config.Default()
+	cfg := testenv.ConfigWithoutKueue()
 	cfg.Policies.Directory = GinkgoT().TempDir()
 	srv, err := env.StartServerOptions(ctx, env.Config, cfg, func(o *server.Options) { o.ShutdownDelay = delay })
 	Expect(err).NotTo(HaveOccurred())

@@ -70,7 +70,7 @@ var _ = AfterSuite(func() {
 // directory of its own (returned), stopped when the spec ends.
 func shippedPolicyServer(profile config.InstallProfile) (*testenv.Server, string) {
 	GinkgoHelper()
-	cfg := config.Default()
+	cfg := testenv.ConfigWithoutKueue()
 	cfg.InstallProfile = profile
 	cfg.Policies.Directory = GinkgoT().TempDir()
 	_, err := testenv.CopyShippedPolicies(cfg.Policies.Directory)

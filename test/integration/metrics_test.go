@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -22,7 +21,7 @@ import (
 // the API server authenticates and authorizes for a get of /metrics reads them.
 var _ = Describe("the secure metrics endpoint", func() {
 	It("refuses a caller without a valid token, answers 403 to a service account without the metrics-reader role, and the metrics to one with it", func() {
-		cfg := config.Default()
+		cfg := testenv.ConfigWithoutKueue()
 		cfg.Policies.Directory = GinkgoT().TempDir()
 		port, err := testenv.FreePort()
 		Expect(err).NotTo(HaveOccurred())

@@ -73,7 +73,7 @@ func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { r
 // suiteConfig is the configuration the suite's server runs with: the defaults plus
 // a GPU routing rule for namespaces labeled team=ml.
 func suiteConfig() *config.Configuration {
-	cfg := config.Default()
+	cfg := testenv.ConfigWithoutKueue()
 	cfg.Defaulting.Rules = []config.DefaultingRule{{
 		Name:              "gpu-jobs",
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}},

@@ -390,6 +390,19 @@ func (k *Kueue) Stop() error {
 	return err
 }
 
+// Resume starts a manager that Stop stopped, with the same configuration, ports
+// and certificate, registers its webhook configurations again, and waits until
+// its webhooks answer: Kueue reinstalled.
+func (k *Kueue) Resume(ctx context.Context) error {
+	if err := k.start(ctx); err != nil {
+		return err
+	}
+	if err := k.env.applyObjects(ctx, k.Mutating, k.Validating); err != nil {
+		return err
+	}
+	return k.waitForWebhooks(ctx)
+}
+
 // Restart stops the manager and starts it again with the same configuration,
 // ports and certificate, keeping its webhook configurations (requests to Kueue's
 // webhooks fail meanwhile, as during a restart of a one-replica install), and waits

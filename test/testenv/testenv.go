@@ -351,3 +351,13 @@ users:
 	err = os.WriteFile(admissionConfig, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n"+plugins.String()), 0o600)
 	return ca, admissionConfig, err
 }
+
+// ConfigWithoutKueue is config.Default() for a suite that runs no Kueue
+// manager: with kueueAbsent: allow, since no Kueue webhook is ever registered
+// there and kueue-guard would otherwise create every queued workload suspended.
+// test/lifecycle plays kueueAbsent itself, with the real Kueue manager.
+func ConfigWithoutKueue() *config.Configuration {
+	cfg := config.Default()
+	cfg.KueueAbsent = config.KueueAbsentAllow
+	return cfg
+}

@@ -1,0 +1,115 @@
+package admission_test
+
+import (
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+)
+
+// away is a view in which Kueue is not serving.
+type away struct{ cluster.View }
+
+func (away) KueueServing() bool { return false }
+
+var _ = Describe("while Kueue is not serving", func() {
+	gone := func() cluster.View { return away{view(ns("t", nil, nil), lq("t", "q"))} }
+	absentRules := func(d *guard.Decision) []string {
+		return slices.DeleteFunc(rules(d), func(r string) bool { return r != guard.RuleKueueAbsent+"/warn" && r != guard.RuleKueueAbsent+"/deny" })
+	}
+	suspendedAt := func(obj *unstructured.Unstructured, path ...string) bool {
+		v, _, _ := unstructured.NestedBool(obj.Object, path...)
+		return v
+	}
+
+	DescribeTable("a new queued workload is created suspended, where its kind keeps that",
+		func(obj *unstructured.Unstructured, path []string) {
+			req := create(obj)
+			d := mutate(built(config.Default()), gone(), req)
+			Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/warn"}))
+			Expect(d.Warnings).To(ContainElement(ContainSubstring("Kueue is not serving")))
+			out := result(req, d)
+			Expect(suspendedAt(out, path...)).To(BeTrue())
+			Expect(validate(built(config.Default()), gone(), create(out)).Allowed()).To(BeTrue(), "the validating backstop admits it")
+		},
+		Entry("a Job asking to run", fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj(), []string{"spec", "suspend"}),
+		Entry("a JobSet", fixtures.JobSet("t", "js").Queue("q").Obj(), []string{"spec", "suspend"}),
+		Entry("an MPIJob", fixtures.MPIJob("t", "m").Queue("q").Obj(), []string{"spec", "runPolicy", "suspend"}),
+		Entry("a CronJob: the Jobs it creates", fixtures.CronJob("t", "c").Queue("q").Obj(), []string{"spec", "jobTemplate", "spec", "suspend"}),
+	)
+
+	It("gates a new queued Pod and marks it as Kueue's", func() {
+		req := create(fixtures.Pod("t", "p").Queue("q").Obj())
+		d := mutate(built(config.Default()), gone(), req)
+		out := result(req, d)
+		gates, _, _ := unstructured.NestedSlice(out.Object, "spec", "schedulingGates")
+		Expect(gates).To(ContainElement(map[string]any{"name": integrations.KueueAdmissionGate}))
+		Expect(out.GetLabels()).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
+		Expect(validate(built(config.Default()), gone(), create(out)).Allowed()).To(BeTrue())
+	})
+
+	It("denies a queued kind that cannot wait suspended", func() {
+		d := mutate(built(config.Default()), gone(), create(fixtures.Deployment("t", "d").Queue("q").Obj()))
+		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}))
+		Expect(d.Violations[len(d.Violations)-1].Message).To(ContainSubstring("a Deployment cannot be created suspended"))
+	})
+
+	It("denies on the validating path a queued workload that reached it running (another mutating webhook resumed it)", func() {
+		d := validate(built(config.Default()), gone(), create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj()))
+		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}))
+	})
+
+	It("denies resuming a suspended queued workload, and lets it be edited otherwise", func() {
+		old := fixtures.Job("t", "j").Queue("q").Set(true, "spec", "suspend").Obj()
+		resumed := old.DeepCopy()
+		Expect(unstructured.SetNestedField(resumed.Object, false, "spec", "suspend")).To(Succeed())
+		d := validate(built(config.Default()), gone(), update(old, resumed))
+		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}))
+		Expect(d.Violations[len(d.Violations)-1].Message).To(ContainSubstring("cannot be resumed until Kueue is back"))
+
+		relabelled := old.DeepCopy()
+		relabelled.SetAnnotations(map[string]string{"note": "x"})
+		Expect(absentRules(validate(built(config.Default()), gone(), update(old, relabelled)))).To(BeEmpty())
+	})
+
+	It("denies every new queued workload with kueueAbsent: deny, and does nothing with allow", func() {
+		deny := config.Default()
+		deny.KueueAbsent = config.KueueAbsentDeny
+		d := mutate(built(deny), gone(), create(fixtures.Job("t", "j").Queue("q").Obj()))
+		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}))
+
+		allow := config.Default()
+		allow.KueueAbsent = config.KueueAbsentAllow
+		req := create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj())
+		d = mutate(built(allow), gone(), req)
+		Expect(absentRules(d)).To(BeEmpty())
+		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeFalse())
+	})
+
+	It("leaves alone unqueued workloads, trusted controllers and the parts of another workload", func() {
+		req := create(fixtures.Job("t", "j").Set(false, "spec", "suspend").Obj())
+		Expect(absentRules(mutate(built(config.Default()), gone(), req))).To(BeEmpty())
+
+		trusted := create(fixtures.Job("t", "j").Queue("q").Obj())
+		trusted.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kueue-system:kueue-controller-manager"}
+		Expect(absentRules(mutate(built(config.Default()), gone(), trusted))).To(BeEmpty())
+
+		child := create(fixtures.Pod("t", "p").Queue("q").ControlledBy("batch/v1", "Job", "j").Obj())
+		Expect(absentRules(mutate(built(config.Default()), gone(), child))).To(BeEmpty())
+	})
+
+	It("changes nothing while Kueue serves", func() {
+		req := create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj())
+		d := mutate(built(config.Default()), view(ns("t", nil, nil), lq("t", "q")), req)
+		Expect(absentRules(d)).To(BeEmpty())
+		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeFalse())
+	})
+})
