@@ -9,9 +9,9 @@ import (
 )
 
 var _ = Describe("the pacer", func() {
-	It("holds a fifth of a core, or what the last run needs to end within half an interval", func() {
+	It("holds a tenth of a core, or what the last run needs to end within half an interval", func() {
 		Expect(newPacer(0, time.Minute).share).To(Equal(minShare), "no run yet")
-		Expect(newPacer(3*time.Second, time.Minute).share).To(Equal(minShare), "3 s of work fits in 30 s at a fifth")
+		Expect(newPacer(3*time.Second, time.Minute).share).To(Equal(minShare), "3 s of work fits in 30 s at a tenth")
 		Expect(newPacer(15*time.Second, time.Minute).share).To(Equal(0.5))
 		Expect(newPacer(45*time.Second, time.Minute).share).To(Equal(1.0), "never more than one core")
 	})
@@ -30,6 +30,13 @@ var _ = Describe("the pacer", func() {
 		whole := newPacer(time.Minute, time.Minute)
 		Expect(whole.did(context.Background(), time.Second)).To(Succeed())
 		Expect(whole.Rested).To(BeZero())
+	})
+
+	It("stops resting half an interval into a run, so that a first run over a large cluster still ends in time", func() {
+		p := newPacer(0, 20*time.Millisecond)
+		time.Sleep(15 * time.Millisecond)
+		Expect(p.did(context.Background(), paceSlice)).To(Succeed())
+		Expect(p.Rested).To(BeZero())
 	})
 
 	It("stops resting when the run's context ends", func() {
