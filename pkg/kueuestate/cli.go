@@ -125,13 +125,8 @@ func countKinds(objs []*unstructured.Unstructured) string {
 // Diff compares c.Dir with the cluster and prints what the cluster lacks or
 // holds differently: exit 1 when it does.
 func (c *CLI) Diff(ctx context.Context, stdout, stderr io.Writer) int {
-	want, err := c.read("diff", stderr)
-	if err != nil {
-		return ExitError
-	}
-	cl, _, err := c.connect("kueue-guard kueue diff")
-	if err != nil {
-		fmt.Fprintf(stderr, "kueue-guard kueue diff: %v\n", err)
+	want, cl, ok := c.readAndConnect("diff", stderr)
+	if !ok {
 		return ExitError
 	}
 	changes, err := cl.Diff(ctx, want)
@@ -155,30 +150,31 @@ func (c *CLI) Diff(ctx context.Context, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-func (c *CLI) read(cmd string, stderr io.Writer) ([]*unstructured.Unstructured, error) {
+// readAndConnect reads the export of -f and connects to the cluster, saying
+// on stderr what failed.
+func (c *CLI) readAndConnect(cmd string, stderr io.Writer) ([]*unstructured.Unstructured, *Client, bool) {
 	if c.Dir == "" {
-		err := fmt.Errorf("-f DIR is required: the directory kueue-guard kueue export wrote")
-		fmt.Fprintf(stderr, "kueue-guard kueue %s: %v\n", cmd, err)
-		return nil, err
+		fmt.Fprintf(stderr, "kueue-guard kueue %s: -f DIR is required: the directory kueue-guard kueue export wrote\n", cmd)
+		return nil, nil, false
 	}
 	objs, err := Read(c.Dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "kueue-guard kueue %s: reading %s: %v\n", cmd, c.Dir, err)
-		return nil, err
+		return nil, nil, false
 	}
-	return objs, nil
+	cl, _, err := c.connect("kueue-guard kueue " + cmd)
+	if err != nil {
+		fmt.Fprintf(stderr, "kueue-guard kueue %s: %v\n", cmd, err)
+		return nil, nil, false
+	}
+	return objs, cl, true
 }
 
 // Restore applies c.Dir server-side in dependency order, then waits until
 // every ClusterQueue it holds is active.
 func (c *CLI) Restore(ctx context.Context, stdout, stderr io.Writer) int {
-	want, err := c.read("restore", stderr)
-	if err != nil {
-		return ExitError
-	}
-	cl, _, err := c.connect("kueue-guard kueue restore")
-	if err != nil {
-		fmt.Fprintf(stderr, "kueue-guard kueue restore: %v\n", err)
+	want, cl, ok := c.readAndConnect("restore", stderr)
+	if !ok {
 		return ExitError
 	}
 	var queues []string

@@ -213,10 +213,8 @@ func fileOf(u *unstructured.Unstructured) string {
 	if u.GetKind() == "ConfigMap" {
 		return ConfigurationFile
 	}
-	for _, k := range Kinds {
-		if k.Kind == u.GetKind() {
-			return k.File
-		}
+	if k, ok := kindOf(u.GetKind()); ok {
+		return k.File
 	}
 	return "99-other.yaml"
 }
@@ -376,21 +374,38 @@ func (c *Client) Diff(ctx context.Context, want []*unstructured.Unstructured) ([
 
 // get reads the live object of an exported one.
 func (c *Client) get(ctx context.Context, w *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if w.GetKind() == "ConfigMap" {
-		return c.dyn.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(w.GetNamespace()).
-			Get(ctx, w.GetName(), metav1.GetOptions{})
+	ri, err := c.resourceOf(w)
+	if err != nil {
+		return nil, err
 	}
+	return ri.Get(ctx, w.GetName(), metav1.GetOptions{})
+}
+
+// kindOf finds a kind of Kinds.
+func kindOf(kind string) (Kind, bool) {
 	for _, k := range Kinds {
-		if k.Kind != w.GetKind() {
-			continue
+		if k.Kind == kind {
+			return k, true
 		}
-		ri, ok := c.resource(k, w.GetNamespace())
-		if !ok {
-			return nil, fmt.Errorf("the cluster does not serve %s.%s", k.Resource, Group)
-		}
-		return ri.Get(ctx, w.GetName(), metav1.GetOptions{})
 	}
-	return nil, fmt.Errorf("%s is not one of the Kueue kinds kueue-guard restores", w.GetKind())
+	return Kind{}, false
+}
+
+// resourceOf is where an exported object lives: Kueue's Configuration
+// ConfigMap, or one of Kinds the cluster serves.
+func (c *Client) resourceOf(obj *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	if obj.GetKind() == "ConfigMap" {
+		return c.dyn.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(obj.GetNamespace()), nil
+	}
+	k, ok := kindOf(obj.GetKind())
+	if !ok {
+		return nil, fmt.Errorf("%s is not one of the Kueue kinds kueue-guard restores", obj.GetKind())
+	}
+	ri, ok := c.resource(k, obj.GetNamespace())
+	if !ok {
+		return nil, fmt.Errorf("the cluster does not serve %s.%s: is Kueue installed?", k.Resource, Group)
+	}
+	return ri, nil
 }
 
 // diffFields lists the fields where want and live differ, as
@@ -464,21 +479,9 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured) erro
 	if err != nil {
 		return err
 	}
-	var ri dynamic.ResourceInterface
-	if obj.GetKind() == "ConfigMap" {
-		ri = c.dyn.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(obj.GetNamespace())
-	} else {
-		for _, k := range Kinds {
-			if k.Kind == obj.GetKind() {
-				var ok bool
-				if ri, ok = c.resource(k, obj.GetNamespace()); !ok {
-					return fmt.Errorf("the cluster does not serve %s.%s: is Kueue installed?", k.Resource, Group)
-				}
-			}
-		}
-	}
-	if ri == nil {
-		return fmt.Errorf("%s is not one of the Kueue kinds kueue-guard restores", obj.GetKind())
+	ri, err := c.resourceOf(obj)
+	if err != nil {
+		return err
 	}
 	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, []byte(body),
 		metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTrue()})
@@ -490,11 +493,10 @@ func ptrTrue() *bool { b := true; return &b }
 // Active reports whether a ClusterQueue is active (its Active condition true),
 // and the condition's message otherwise.
 func (c *Client) Active(ctx context.Context, name string) (bool, string, error) {
-	ri, ok := c.resource(Kinds[kindRank("ClusterQueue")-1], "")
-	if !ok {
-		return false, "", errors.New("the cluster does not serve ClusterQueues")
-	}
-	cq, err := ri.Get(ctx, name, metav1.GetOptions{})
+	cq := &unstructured.Unstructured{}
+	cq.SetKind("ClusterQueue")
+	cq.SetName(name)
+	cq, err := c.get(ctx, cq)
 	if err != nil {
 		return false, "", err
 	}
