@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -129,7 +130,7 @@ func (s KueueSuspender) Mutate(_ context.Context, req *Request, t Target, view c
 		}
 		d.Patch = append(d.Patch, ops...)
 		d.Warn(RuleKueueAbsent, field.NewPath(f[0], f[1:]...), absentReason(in)+
-			": created suspended; Kueue admits it when it is back")
+			": kueue-guard sets "+strings.Join(f, ".")+": true, and Kueue admits it when it is back")
 		d.Annotate("kueue-absent", "suspended")
 	case in.Suspension.SchedulingGate != "":
 		obj := req.writable()
@@ -146,7 +147,7 @@ func (s KueueSuspender) Mutate(_ context.Context, req *Request, t Target, view c
 		}
 		d.Patch = append(d.Patch, ops...)
 		d.Warn(RuleKueueAbsent, field.NewPath("spec", "schedulingGates"), absentReason(in)+
-			": created with Kueue's scheduling gate "+in.Suspension.SchedulingGate+"; Kueue admits it when it is back")
+			": kueue-guard adds Kueue's scheduling gate "+in.Suspension.SchedulingGate+", and Kueue admits it when it is back")
 		d.Annotate("kueue-absent", "gated")
 	default:
 		d.Deny(RuleKueueAbsent, QueueLabelField(in), absentReason(in)+fmt.Sprintf(
