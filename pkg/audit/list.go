@@ -20,6 +20,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
@@ -71,21 +72,11 @@ type Lister struct {
 	dynamic   dynamic.Interface
 }
 
-// Client-side rate limits of the listing's clients, where the configuration
-// sets none (client-go's default, 5 requests a second, would make a run over a
-// dozen kinds and a few pages each take seconds of waiting): a run is a few
-// dozen requests, made one after the other.
-const (
-	listQPS   = 20
-	listBurst = 40
-)
-
 // NewLister makes the clients the listing reads with.
 func NewLister(cfg *rest.Config) (*Lister, error) {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = listQPS, listBurst
-	}
+	// serve's configuration sets no rate: a run is a few dozen requests, one
+	// after the other.
+	cfg = review.WithClientRate(cfg)
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,24 +100,24 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{dyn: dyn, served: map[string]schema.GroupVersionResource{}, schemas: map[string]map[string]any{}}
+	// Each version's resources, discovered once.
+	resources := map[string][]metav1.APIResource{}
+	for _, v := range versions {
+		res, err := dc.ServerResourcesForGroupVersion(Group + "/" + v)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("discovering %s/%s: %w", Group, v, err)
+		}
+		resources[v] = res.APIResources
+	}
 	for _, k := range Kinds {
 		found := false
 		for _, v := range versions {
-			res, err := dc.ServerResourcesForGroupVersion(Group + "/" + v)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("discovering %s/%s: %w", Group, v, err)
-			}
-			for _, r := range res.APIResources {
-				if r.Name == k.Resource {
-					c.served[k.Kind] = schema.GroupVersionResource{Group: Group, Version: v, Resource: k.Resource}
-					found = true
-					break
-				}
-			}
-			if found {
+			if slices.ContainsFunc(resources[v], func(r metav1.APIResource) bool { return r.Name == k.Resource }) {
+				c.served[k.Kind] = schema.GroupVersionResource{Group: Group, Version: v, Resource: k.Resource}
+				found = true
 				break
 			}
 		}

@@ -293,9 +293,28 @@ func NamedPolicyDirectory(path string) (bool, error) {
 // loads it.
 func (c *CLI) liveConfig() (*rest.Config, error) { return LiveConfig(c.Kube, "--live-cluster") }
 
+// ClientQPS and ClientBurst are the client-side rate limits of the clients
+// kueue-guard's commands (and the audit loop) read a cluster with, where the
+// configuration sets none: client-go's default, 5 requests a second, makes a
+// listing of a dozen kinds, or discovery and CRD reads, wait seconds for no
+// reason. They read one request after the other.
+const (
+	ClientQPS   = 20
+	ClientBurst = 40
+)
+
+// WithClientRate is cfg with ClientQPS and ClientBurst when it sets no rate.
+func WithClientRate(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
+	}
+	return cfg
+}
+
 // LiveConfig is the REST configuration the kubeconfig flags choose, loaded as
-// kubectl loads it; what names the flag that needs it in the error about a
-// missing kubeconfig.
+// kubectl loads it (with WithClientRate); what names the flag that needs it in
+// the error about a missing kubeconfig.
 func LiveConfig(kube *genericclioptions.ConfigFlags, what string) (*rest.Config, error) {
 	loader := kube.ToRawKubeConfigLoader()
 	where := "kubeconfig"
@@ -314,7 +333,7 @@ func LiveConfig(kube *genericclioptions.ConfigFlags, what string) (*rest.Config,
 		os.Getenv("KUBERNETES_MASTER") == "" && restCfg.Host == clientcmd.ClusterDefaults.Server {
 		return nil, errors.New(what + ": no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
 	}
-	return restCfg, nil
+	return WithClientRate(restCfg), nil
 }
 
 // IsTerminal reports whether w is a terminal (a character device), so that a
