@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,6 +121,16 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: team, Name: "gated"}, p)).To(Succeed())
 		Expect(hasGate(p)).To(BeTrue())
 		Expect(p.Labels).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
+	})
+
+	It("refuses a new queued Deployment, which cannot wait suspended", func() {
+		labels := map[string]string{"app": "web", integrations.QueueNameLabel: queue}
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "web", Labels: labels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: queuedPod("x").Spec}}}
+		err := bob.Create(ctx, d)
+		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("a Deployment cannot be created suspended"))
 	})
 
 	It("refuses to resume the Job, or to ungate the Pod, until Kueue is back", func() {
