@@ -38,7 +38,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newServeCommand(), newReviewCommand(), newAuditCommand(), newKueueCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newReviewCommand(), newAuditCommand(), newPreflightCommand(), newKueueCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 
