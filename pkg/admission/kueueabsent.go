@@ -36,9 +36,8 @@ var RuleKueueAbsent = Register(Rule{
 // the mutating path it suspends a new queued workload (after defaulting, so a
 // defaulted queue counts); on the validating path it refuses a new one that is
 // not suspended, and an update that resumes one, so that neither a webhook
-// order nor a later edit lets it run. Trusted controllers are not judged, and
-// neither are objects that are part of another workload (a Job's pods): their
-// owner is.
+// order nor a later edit lets it run. Objects that are part of another
+// workload (a Job's pods) are not judged: their owner is.
 type KueueAbsence struct {
 	action config.KueueAbsentAction
 }
@@ -74,9 +73,14 @@ func (s KueueSuspender) Settled(_ string, _ *integrations.Integration, own map[s
 }
 
 // applies reports whether the request is judged: a queued top-level workload
-// from an untrusted requester while Kueue is not serving.
+// while Kueue is not serving. A trusted controller's creations are judged
+// too, as Kueue's own webhook would judge them: the Jobs the CronJob
+// controller makes from a queued CronJob, the Pods a queued Deployment's
+// ReplicaSet scales up to (what is part of another workload, a Job's Pods,
+// has a Kueue-managed owner and is left to it). Its updates are not: Kueue
+// itself resumes what it admits as it comes back.
 func (s KueueAbsence) applies(req *Request, t Target, view cluster.View) bool {
-	return s.action != config.KueueAbsentAllow && !t.TrustedController && req.Object != nil &&
+	return s.action != config.KueueAbsentAllow && (req.Operation == admissionv1.Create || !t.TrustedController) && req.Object != nil &&
 		workload.QueueName(req.Object, t.Integration) != "" && !trust.ManagedOwner(req.Object) && !view.KueueServing()
 }
 

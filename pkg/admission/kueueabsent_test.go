@@ -94,16 +94,34 @@ var _ = Describe("while Kueue is not serving", func() {
 		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeFalse())
 	})
 
-	It("leaves alone unqueued workloads, trusted controllers and the parts of another workload", func() {
+	It("leaves alone unqueued workloads and the parts of another workload", func() {
 		req := create(fixtures.Job("t", "j").Set(false, "spec", "suspend").Obj())
 		Expect(absentRules(mutate(built(config.Default()), gone(), req))).To(BeEmpty())
 
-		trusted := create(fixtures.Job("t", "j").Queue("q").Obj())
-		trusted.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kueue-system:kueue-controller-manager"}
-		Expect(absentRules(mutate(built(config.Default()), gone(), trusted))).To(BeEmpty())
-
 		child := create(fixtures.Pod("t", "p").Queue("q").ControlledBy("batch/v1", "Job", "j").Obj())
+		child.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"}
 		Expect(absentRules(mutate(built(config.Default()), gone(), child))).To(BeEmpty())
+	})
+
+	It("suspends what a trusted controller creates as a workload of its own, and lets it resume what it admits", func() {
+		cronJobs := create(fixtures.Job("t", "j-28").Queue("q").Set(false, "spec", "suspend").ControlledBy("batch/v1", "CronJob", "c").Obj())
+		cronJobs.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:cronjob-controller"}
+		d := mutate(built(config.Default()), gone(), cronJobs)
+		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/warn"}))
+		Expect(suspendedAt(result(cronJobs, d), "spec", "suspend")).To(BeTrue())
+
+		scaledUp := create(fixtures.Pod("t", "web-7d9f-x2").Queue("q").ControlledBy("apps/v1", "ReplicaSet", "web-7d9f").Obj())
+		scaledUp.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:replicaset-controller"}
+		out := result(scaledUp, mutate(built(config.Default()), gone(), scaledUp))
+		gates, _, _ := unstructured.NestedSlice(out.Object, "spec", "schedulingGates")
+		Expect(gates).To(ContainElement(map[string]any{"name": integrations.KueueAdmissionGate}))
+
+		old := fixtures.Job("t", "j").Queue("q").Set(true, "spec", "suspend").Obj()
+		resumed := old.DeepCopy()
+		Expect(unstructured.SetNestedField(resumed.Object, false, "spec", "suspend")).To(Succeed())
+		byKueue := update(old, resumed)
+		byKueue.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kueue-system:kueue-controller-manager"}
+		Expect(absentRules(validate(built(config.Default()), gone(), byKueue))).To(BeEmpty())
 	})
 
 	It("changes nothing while Kueue serves", func() {

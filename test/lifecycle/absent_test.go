@@ -90,11 +90,57 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 			g.Expect(j.Spec.Suspend).To(HaveValue(BeFalse()), "admitted and resumed by Kueue")
 			g.Expect(admittedOwners(g)).To(ContainElement("Job/before"))
 		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		By("a queued Deployment, its Pod admitted, and a queued CronJob whose Jobs ask to run, made while Kueue serves")
+		Expect(bob.Create(ctx, queuedDeployment(servedWeb, 1))).To(Succeed())
+		Expect(bob.Create(ctx, queuedCronJob(nightly))).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := webPods(g)
+			g.Expect(pods).To(HaveLen(1))
+			g.Expect(hasGate(&pods[0])).To(BeFalse(), "admitted by Kueue")
+		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+		cj := &batchv1.CronJob{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: team, Name: nightly}, cj)).To(Succeed())
+		Expect(cj.Spec.JobTemplate.Spec.Suspend).To(BeNil(), "its Jobs ask to run: Kueue's webhook suspends each")
 	})
 
 	It("is marked once Kueue's manager stops and its webhooks are removed", func() {
 		Expect(kq.Stop()).To(Succeed())
 		Eventually(serving).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).Should(BeZero())
+		cronJobsBefore = cronJobs(Default)
+	})
+
+	It("suspends the Jobs a queued CronJob makes and gates the Pods a queued Deployment scales up to: what the controllers create is judged too", func() {
+		d := &appsv1.Deployment{}
+		Expect(bob.Get(ctx, client.ObjectKey{Namespace: team, Name: servedWeb}, d)).To(Succeed())
+		d.Spec.Replicas = ptr.To[int32](2)
+		Expect(bob.Update(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			pods := webPods(g)
+			g.Expect(pods).To(HaveLen(2))
+			gated := 0
+			for i := range pods {
+				if hasGate(&pods[i]) {
+					gated++
+					g.Expect(pods[i].Labels).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
+				}
+			}
+			g.Expect(gated).To(Equal(1), "the ReplicaSet's new Pod waits for Kueue")
+		}).WithTimeout(30 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		// The CronJob controller makes a Job at the next minute.
+		Eventually(func(g Gomega) {
+			made := 0
+			for name, suspended := range cronJobs(g) {
+				if _, before := cronJobsBefore[name]; before {
+					continue
+				}
+				made++
+				g.Expect(suspended).To(BeTrue(), "Job %s, made by the CronJob controller while Kueue is away, is suspended", name)
+				cronJobWhileAway = name
+			}
+			g.Expect(made).To(BeNumerically(">", 0))
+		}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
 	})
 
 	It("creates a new queued Job suspended, even one that asks to run, and says why", func() {
@@ -161,7 +207,62 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 			p := &corev1.Pod{}
 			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: team, Name: "gated"}, p)).To(Succeed())
 			g.Expect(hasGate(p)).To(BeFalse(), "ungated by Kueue")
-			g.Expect(admittedOwners(g)).To(ContainElements("Job/while-away", "Pod/gated"))
+			g.Expect(admittedOwners(g)).To(ContainElements("Job/while-away", "Pod/gated", "Job/"+cronJobWhileAway))
+			for _, p := range webPods(g) {
+				g.Expect(hasGate(&p)).To(BeFalse(), "Pod %s ungated by Kueue", p.Name)
+			}
 		}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+		Expect(admin.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: nightly}})).To(Succeed())
+		Expect(admin.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedWeb}})).To(Succeed())
 	})
 })
+
+const (
+	servedWeb = "served-web" // a queued Deployment made while Kueue serves
+	nightly   = "nightly"    // a queued CronJob made while Kueue serves
+)
+
+var (
+	// cronJobsBefore are the CronJob's Jobs made before Kueue went away;
+	// cronJobWhileAway one made while it was.
+	cronJobsBefore   map[string]bool
+	cronJobWhileAway string
+)
+
+func queuedDeployment(name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name, integrations.QueueNameLabel: queue}
+	spec := queuedPod("x").Spec
+	spec.RestartPolicy = corev1.RestartPolicyAlways
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
+}
+
+// queuedCronJob makes a queued Job every minute, each asking to run.
+func queuedCronJob(name string) *batchv1.CronJob {
+	job := queuedJob("x")
+	job.Spec.Suspend = nil
+	return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name},
+		Spec: batchv1.CronJobSpec{Schedule: "* * * * *", ConcurrencyPolicy: batchv1.AllowConcurrent,
+			JobTemplate: batchv1.JobTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: job.Labels}, Spec: job.Spec}}}
+}
+
+func webPods(g Gomega) []corev1.Pod {
+	pods := &corev1.PodList{}
+	g.Expect(admin.List(ctx, pods, client.InNamespace(team), client.MatchingLabels{"app": servedWeb})).To(Succeed())
+	return pods.Items
+}
+
+// cronJobs are the Jobs the CronJob made, and whether each is suspended.
+func cronJobs(g Gomega) map[string]bool {
+	jobs := &batchv1.JobList{}
+	g.Expect(admin.List(ctx, jobs, client.InNamespace(team))).To(Succeed())
+	out := map[string]bool{}
+	for _, j := range jobs.Items {
+		if owner := metav1.GetControllerOf(&j); owner != nil && owner.Kind == "CronJob" && owner.Name == nightly {
+			out[j.Name] = ptr.Deref(j.Spec.Suspend, false)
+		}
+	}
+	return out
+}
