@@ -39,7 +39,7 @@ var kueuePaths = func() map[string]bool {
 func Registered(configs []admissionregistrationv1.MutatingWebhookConfiguration) bool {
 	for _, c := range configs {
 		for _, w := range c.Webhooks {
-			if kueuePaths[webhookPath(w.ClientConfig)] {
+			if kueuePaths[WebhookPath(w.ClientConfig)] {
 				return true
 			}
 		}
@@ -73,7 +73,7 @@ func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfigu
 		}
 		var hooks []string
 		for _, w := range c.Webhooks {
-			if kueuePaths[webhookPath(w.ClientConfig)] &&
+			if kueuePaths[WebhookPath(w.ClientConfig)] &&
 				(w.ReinvocationPolicy == nil || *w.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy) {
 				hooks = append(hooks, w.Name)
 			}
@@ -86,7 +86,9 @@ func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfigu
 	return out
 }
 
-func webhookPath(c admissionregistrationv1.WebhookClientConfig) string {
+// WebhookPath is the path a webhook is served at, whether it is called through
+// a Service or by URL ("" when neither names one).
+func WebhookPath(c admissionregistrationv1.WebhookClientConfig) string {
 	if c.Service != nil && c.Service.Path != nil {
 		return *c.Service.Path
 	}

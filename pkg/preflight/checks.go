@@ -320,8 +320,7 @@ func ourMutating(s *State) []string {
 	var out []string
 	for _, c := range s.Mutating {
 		for _, w := range c.Webhooks {
-			if cc := w.ClientConfig; (cc.Service != nil && cc.Service.Path != nil && *cc.Service.Path == webhookconfig.MutateWorkloadsPath) ||
-				(cc.URL != nil && strings.HasSuffix(*cc.URL, webhookconfig.MutateWorkloadsPath)) {
+			if kueueorder.WebhookPath(w.ClientConfig) == webhookconfig.MutateWorkloadsPath {
 				out = append(out, c.Name)
 				break
 			}
