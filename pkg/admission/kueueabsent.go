@@ -26,8 +26,9 @@ var RuleKueueAbsent = Register(Rule{
 	Title: "No queued workload runs while Kueue is away",
 	Doc: "While Kueue is not serving (its mutating webhooks are not registered, or its CRDs are not served), a new " +
 		"queued workload is created suspended (spec.suspend and the like; a Pod with Kueue's scheduling gate), so " +
-		"that Kueue admits it when it is back; a kind with neither is denied, and so is resuming a suspended queued " +
-		"workload. Per kueueAbsent (suspend, deny, allow); kueue_guard_kueue_serving is 0 meanwhile.",
+		"that Kueue admits it when it is back; a kind with neither is denied, and so are resuming a suspended queued " +
+		"workload and scaling up a StatefulSet or LeaderWorkerSet (pod groups only Kueue's webhook holds). Per " +
+		"kueueAbsent (suspend, deny, allow); kueue_guard_kueue_serving is 0 meanwhile.",
 	Enforcement: EnforcementDeny,
 	Check:       kueueAbsenceName,
 })
@@ -177,8 +178,13 @@ func (s KueueAbsence) Validate(_ context.Context, req *Request, t Target, view c
 			d.Deny(RuleKueueAbsent, QueueLabelField(in), absentReason(in)+": create it suspended, or again once Kueue is back")
 		}
 	case admissionv1.Update:
-		if req.OldObject != nil && workload.Resumes(in, req.OldObject, req.Object) {
+		switch {
+		case req.OldObject == nil:
+		case workload.Resumes(in, req.OldObject, req.Object):
 			d.Deny(RuleKueueAbsent, resumeField(in), absentReason(in)+": it cannot be resumed until Kueue is back to admit it")
+		case in.PodGroups && replicas(req.Object) > replicas(req.OldObject):
+			d.Deny(RuleKueueAbsent, field.NewPath("spec", "replicas"), absentReason(in)+
+				fmt.Sprintf(": the pods a %s grows to join a pod group that only Kueue's webhook holds; scale it up once Kueue is back", in.GVK.Kind))
 		}
 	}
 	return nil

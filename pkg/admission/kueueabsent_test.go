@@ -80,6 +80,24 @@ var _ = Describe("while Kueue is not serving", func() {
 		Expect(absentRules(validate(built(config.Default()), gone(), update(old, relabelled)))).To(BeEmpty())
 	})
 
+	It("denies scaling up a queued StatefulSet or LeaderWorkerSet, whose new pods only Kueue would gate, and lets it scale down", func() {
+		for _, obj := range []*unstructured.Unstructured{
+			fixtures.StatefulSet("t", "s").Queue("q").Set(int64(0), "spec", "replicas").Obj(),
+			fixtures.LeaderWorkerSet("t", "l").Queue("q").Obj(),
+		} {
+			grown := obj.DeepCopy()
+			Expect(unstructured.SetNestedField(grown.Object, int64(2), "spec", "replicas")).To(Succeed())
+			d := validate(built(config.Default()), gone(), update(obj, grown))
+			Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}), obj.GetKind())
+			Expect(d.Violations[len(d.Violations)-1].Message).To(ContainSubstring("scale it up once Kueue is back"))
+			Expect(absentRules(validate(built(config.Default()), gone(), update(grown, obj)))).To(BeEmpty(), "scaling down")
+		}
+		dep := fixtures.Deployment("t", "d").Queue("q").Obj()
+		grown := dep.DeepCopy()
+		Expect(unstructured.SetNestedField(grown.Object, int64(3), "spec", "replicas")).To(Succeed())
+		Expect(absentRules(validate(built(config.Default()), gone(), update(dep, grown)))).To(BeEmpty(), "a Deployment's new Pods are gated one by one")
+	})
+
 	It("denies every new queued workload with kueueAbsent: deny, and does nothing with allow", func() {
 		deny := config.Default()
 		deny.KueueAbsent = config.KueueAbsentDeny

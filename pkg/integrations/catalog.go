@@ -65,6 +65,11 @@ type Integration struct {
 	// Deployment, StatefulSet, LeaderWorkerSet): Kueue leaves them alone
 	// entirely in namespaces outside its managedJobsNamespaceSelector.
 	PodBased bool
+	// PodGroups marks the kinds whose pods Kueue admits together, as pod
+	// groups (StatefulSet, LeaderWorkerSet): each pod is part of the workload
+	// (its owner is a kind Kueue manages) and Kueue's webhook gates it as a
+	// member of its group. Growing one adds pods only Kueue would hold.
+	PodGroups bool
 }
 
 // Suspension describes, as data, how Kueue decides that a workload is suspended
@@ -132,10 +137,10 @@ var catalog = []Integration{
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
 		ScaleJudged: true, PodBased: true},
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true, PodBased: true},
+		ScaleJudged: true, PodBased: true, PodGroups: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: Suspension{QueueImmutable: true}, TemplateQueue: true,
-		ScaleJudged: true, PodBased: true},
+		ScaleJudged: true, PodBased: true, PodGroups: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},

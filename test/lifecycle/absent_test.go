@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,6 +95,7 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		By("a queued Deployment, its Pod admitted, and a queued CronJob whose Jobs ask to run, made while Kueue serves")
 		Expect(bob.Create(ctx, queuedDeployment(servedWeb, 1))).To(Succeed())
 		Expect(bob.Create(ctx, queuedCronJob(nightly))).To(Succeed())
+		Expect(bob.Create(ctx, queuedStatefulSet(servedDB))).To(Succeed())
 		Eventually(func(g Gomega) {
 			pods := webPods(g)
 			g.Expect(pods).To(HaveLen(1))
@@ -179,6 +181,14 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring("a Deployment cannot be created suspended"))
 	})
 
+	It("refuses to scale up a queued StatefulSet, whose new pods only Kueue's webhook would gate, until Kueue is back", func() {
+		err := scaleStatefulSet(1)
+		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("[kueue_guard.kueue_absent]"))
+		Expect(err.Error()).To(ContainSubstring("scale it up once Kueue is back"))
+		AddReportEntry("kubectl scale statefulset", err.Error())
+	})
+
 	It("refuses to resume the Job, or to ungate the Pod, until Kueue is back", func() {
 		j := &batchv1.Job{}
 		Expect(bob.Get(ctx, client.ObjectKey{Namespace: team, Name: "while-away"}, j)).To(Succeed())
@@ -213,12 +223,16 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 			}
 		}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
+		Expect(scaleStatefulSet(1)).To(Succeed(), "with Kueue back, it is Kueue's to admit its pod group")
+
 		Expect(admin.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: nightly}})).To(Succeed())
+		Expect(admin.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}})).To(Succeed())
 		Expect(admin.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedWeb}})).To(Succeed())
 	})
 })
 
 const (
+	servedDB  = "served-db"  // a queued StatefulSet, scaled to 0, made while Kueue serves
 	servedWeb = "served-web" // a queued Deployment made while Kueue serves
 	nightly   = "nightly"    // a queued CronJob made while Kueue serves
 )
@@ -237,6 +251,19 @@ func queuedDeployment(name string, replicas int32) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
+}
+
+func queuedStatefulSet(name string) *appsv1.StatefulSet {
+	d := queuedDeployment(name, 0)
+	return &appsv1.StatefulSet{ObjectMeta: d.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: d.Spec.Selector, Template: d.Spec.Template}}
+}
+
+// scaleStatefulSet is bob's `kubectl scale statefulset served-db --replicas=N`.
+func scaleStatefulSet(n int32) error {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}}
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	return bob.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale))
 }
 
 // queuedCronJob makes a queued Job every minute, each asking to run.

@@ -76,7 +76,7 @@ var _ = BeforeSuite(func() {
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	srv, err = env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: []string{"batch/job", "pod", "deployment",
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: []string{"batch/job", "pod", "deployment", "statefulset",
 		// Kinds the managed install does not support, managed by this OSS install (preflight).
 		"kubeflow.org/pytorchjob", "workload.codeflare.dev/appwrapper"}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
