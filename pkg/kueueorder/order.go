@@ -9,6 +9,7 @@ package kueueorder
 
 import (
 	"net/url"
+	"path"
 	"sort"
 	"strings"
 
@@ -87,15 +88,19 @@ func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfigu
 }
 
 // WebhookPath is the path a webhook is served at, whether it is called through
-// a Service or by URL ("" when neither names one).
+// a Service or by URL, cleaned ("https://host//mutate-x" serves /mutate-x, as
+// an HTTP mux sees it); "" when neither names one.
 func WebhookPath(c admissionregistrationv1.WebhookClientConfig) string {
+	p := ""
 	if c.Service != nil && c.Service.Path != nil {
-		return *c.Service.Path
-	}
-	if c.URL != nil {
+		p = *c.Service.Path
+	} else if c.URL != nil {
 		if u, err := url.Parse(*c.URL); err == nil {
-			return u.Path
+			p = u.Path
 		}
 	}
-	return ""
+	if p == "" {
+		return ""
+	}
+	return path.Clean("/" + p)
 }

@@ -85,3 +85,19 @@ var _ = Describe("the mutating webhook order", func() {
 		}
 	})
 })
+
+var _ = Describe("WebhookPath", func() {
+	It("reads a Service's path or a URL's, cleaned as a mux serves it", func() {
+		svc := func(p string) admissionregistrationv1.WebhookClientConfig {
+			return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: ptr.To(p)}}
+		}
+		byURL := func(u string) admissionregistrationv1.WebhookClientConfig {
+			return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(u)}
+		}
+		Expect(kueueorder.WebhookPath(svc("/mutate-workloads"))).To(Equal("/mutate-workloads"))
+		Expect(kueueorder.WebhookPath(byURL("https://10.0.0.1:9443//mutate-batch-v1-job"))).To(Equal("/mutate-batch-v1-job"))
+		Expect(kueueorder.WebhookPath(byURL("https://10.0.0.1:9443/mutate-batch-v1-job/"))).To(Equal("/mutate-batch-v1-job"))
+		Expect(kueueorder.WebhookPath(byURL("https://10.0.0.1:9443"))).To(BeEmpty())
+		Expect(kueueorder.WebhookPath(admissionregistrationv1.WebhookClientConfig{})).To(BeEmpty())
+	})
+})

@@ -32,17 +32,17 @@ func preflightCLI(target, output string) (int, string) {
 }
 
 // preflightAs runs it impersonating a user ("" the admin).
-func preflightAs(as, target, output string) (int, string) {
+func preflightAs(as, target, output string, explain ...bool) (int, string) {
 	GinkgoHelper()
 	kube := review.NewKubeFlags()
 	*kube.KubeConfig = env.KubeconfigPath
 	if as != "" {
 		kube.Impersonate = &as // as a kubeconfig for that user would
 	}
-	c := &preflight.CLI{Kube: kube, Target: target, Output: output}
+	c := &preflight.CLI{Kube: kube, Target: target, Output: output, Explain: len(explain) > 0 && explain[0]}
 	var out, errOut bytes.Buffer
 	code := c.Run(ctx, &out, &errOut)
-	AddReportEntry(fmt.Sprintf("kueue-guard preflight --target %s -o %s (exit %d)", target, output, code), out.String()+errOut.String())
+	AddReportEntry(fmt.Sprintf("kueue-guard preflight --target %s -o %s --explain=%t (exit %d)", target, output, c.Explain, code), out.String()+errOut.String())
 	return code, out.String() + errOut.String()
 }
 
@@ -113,6 +113,14 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 		// kueue-guard still guards the OSS install: a step of the switch.
 		Expect(out).To(ContainSubstring("WARN  kueue-guard-profile"))
 		Expect(out).To(ContainSubstring("--set config.installProfile=managed"))
+
+		code, out = preflightAs("", "managed", "text", true)
+		Expect(code).To(Equal(preflight.ExitPass), out)
+		Expect(strings.Count(out, "      why: ")).To(Equal(6), "every check says why it matters")
+		for _, id := range []string{preflight.CheckKubernetesVersion, preflight.CheckKueueControllers, preflight.CheckUnsupportedWorkloads,
+			preflight.CheckKueueConfiguration, preflight.CheckWebhookOrder, preflight.CheckKueueGuardProfile} {
+			Expect(out).To(ContainSubstring("see: docs/managed-kueue.md#" + id))
+		}
 	})
 
 	It("says what it could not read for someone without cluster-wide read access, and never passes it: exit 2", func() {
