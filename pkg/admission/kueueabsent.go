@@ -80,9 +80,14 @@ func (s KueueSuspender) Settled(_ string, _ *integrations.Integration, own map[s
 // ReplicaSet scales up to (what is part of another workload, a Job's Pods,
 // has a Kueue-managed owner and is left to it). Its updates are not: Kueue
 // itself resumes what it admits as it comes back.
+//
+// What Kueue leaves alone whatever its queue (a Pod outside Kueue's
+// managedJobsNamespaceSelector, a RayJob on an existing cluster) is not held:
+// Kueue would never release it.
 func (s KueueAbsence) applies(req *Request, t Target, view cluster.View) bool {
 	return s.action != config.KueueAbsentAllow && (req.Operation == admissionv1.Create || !t.TrustedController) && req.Object != nil &&
-		workload.QueueName(req.Object, t.Integration) != "" && !trust.ManagedOwner(req.Object) && !view.KueueServing()
+		workload.QueueName(req.Object, t.Integration) != "" && !trust.ManagedOwner(req.Object) && !view.KueueServing() &&
+		kueueIgnores(req.Object, req.Namespace, t.Integration, view) == ""
 }
 
 // suspendField is where a workload of the kind is suspended: the catalog's

@@ -37,6 +37,14 @@ var _ = Describe("workloads Kueue does not manage", func() {
 			"the backstop does not expect a queue Kueue would ignore")
 	})
 
+	It("does not gate a queued Pod there while Kueue is away: Kueue would never ungate it", func() {
+		d := mutate(built(config.Default()), away{view(objs()...)}, create(fixtures.Pod("plain", "p").Queue("q").Obj()))
+		Expect(rules(d)).NotTo(ContainElement(HavePrefix(guard.RuleKueueAbsent)))
+		Expect(d.Patch).To(BeEmpty())
+		d = mutate(built(config.Default()), away{view(objs()...)}, create(fixtures.Pod("managed", "p").Queue("q").Obj()))
+		Expect(rules(d)).To(ContainElement(guard.RuleKueueAbsent+"/warn"), "where Kueue manages pods, it is gated")
+	})
+
 	It("defaults a Pod where Kueue manages pods", func() {
 		req := create(fixtures.Pod("managed", "p").Obj())
 		Expect(queueOf(req, mutate(built(config.Default()), view(objs()...), req))).To(Equal("q"))

@@ -171,6 +171,14 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		Expect(p.Labels).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
 	})
 
+	It("does not gate a queued Pod where Kueue manages no pods: Kueue would never ungate it", func() {
+		p := queuedPod("outside")
+		p.Namespace = lab
+		Expect(admin.Create(ctx, p)).To(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		Expect(hasGate(p)).To(BeFalse())
+	})
+
 	It("refuses a new queued Deployment, which cannot wait suspended", func() {
 		labels := map[string]string{"app": "web", integrations.QueueNameLabel: queue}
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "web", Labels: labels},

@@ -34,6 +34,7 @@ func TestLifecycle(t *testing.T) {
 
 const (
 	team  = "lifecycle"    // the tenant's namespace
+	lab   = "lab"          // a namespace whose pods Kueue does not manage
 	user  = "bob"          // edit rights in team only: writes any YAML that allows
 	queue = "lq"           // a LocalQueue with room for every workload here
 	cq    = "lifecycle-cq" // its ClusterQueue
@@ -78,10 +79,14 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: []string{"batch/job", "pod", "deployment", "statefulset",
 		// Kinds the managed install does not support, managed by this OSS install (preflight).
-		"kubeflow.org/pytorchjob", "workload.codeflare.dev/appwrapper"}})
+		"kubeflow.org/pytorchjob", "workload.codeflare.dev/appwrapper"},
+		// Kueue leaves pod-based workloads alone in the lab namespace.
+		ManagedJobsNamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", testenv.KueueNamespace, lab}}}}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})).To(Succeed())
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lab}})).To(Succeed())
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.ServerNamespace}})).To(Succeed())
 	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "bob-edit"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
