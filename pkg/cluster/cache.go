@@ -365,8 +365,6 @@ func (v *InformerView) QueuesKnown() bool {
 	return true
 }
 
-// optionalReady says why an optional kind cannot be read yet, so that a
-// request is never judged against an empty cache.
 // KueueServing implements View. What it saw is kept for servingTTL, so that a
 // burst of requests lists the webhook configurations once. A list that fails
 // reads as not serving: suspending a queued workload Kueue would have
@@ -395,6 +393,8 @@ type servingState struct {
 	serving bool
 }
 
+// optionalReady says why an optional kind cannot be read yet, so that a
+// request is never judged against an empty cache.
 func (v *InformerView) optionalReady(gvk schema.GroupVersionKind) error {
 	k, ok := v.optional.byGVK[gvk]
 	if !ok || k.known() {

@@ -209,20 +209,12 @@ func walkMaps(node any, prefix []segment, visit func([]segment, map[string]any),
 // the object as received: none when the label already has the value. It fails
 // only when something on the path is not a map.
 func SetLabel(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) ([]jsonpatch.Operation, error) {
-	return setString(obj, in.LabelsPath(), key, value)
+	return setValue(obj, in.LabelsPath(), key, value)
 }
 
 // SetAnnotation sets one annotation beside the queue label, as SetLabel does.
 func SetAnnotation(obj *unstructured.Unstructured, in *integrations.Integration, key, value string) ([]jsonpatch.Operation, error) {
-	return setString(obj, in.AnnotationsPath(), key, value)
-}
-
-// setString sets path.key to value. The patch adds the first map missing on the
-// path with everything below it, or the key to the existing map: one operation,
-// whose value shares nothing with the object, so that later edits of the object
-// do not change what the patch says.
-func setString(obj *unstructured.Unstructured, path []string, key, value string) ([]jsonpatch.Operation, error) {
-	return setValue(obj, path, key, value)
+	return setValue(obj, in.AnnotationsPath(), key, value)
 }
 
 // SetField sets the field at path (maps created as needed) to value, returning
@@ -256,7 +248,10 @@ func AddSchedulingGate(obj *unstructured.Unstructured, gate string) ([]jsonpatch
 	}
 }
 
-// setValue sets path.key to value, as setString describes.
+// setValue sets path.key to value. The patch adds the first map missing on the
+// path with everything below it, or the key to the existing map: one operation,
+// whose value shares nothing with the object, so that later edits of the object
+// do not change what the patch says.
 func setValue(obj *unstructured.Unstructured, path []string, key string, value any) ([]jsonpatch.Operation, error) {
 	cur := obj.Object
 	for i, seg := range path {
