@@ -98,13 +98,7 @@ func (g *IntegrationGuard) Supported(in *integrations.Integration, view cluster.
 		}
 		source = fmt.Sprintf("Kueue's integrations.frameworks (ConfigMap in %s)", g.kueueNamespace)
 	}
-	external := in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group
-	for _, f := range frameworks {
-		if f == in.EffectiveFramework() || f == external {
-			return true, true, source
-		}
-	}
-	return false, true, source
+	return in.EnabledBy(frameworks), true, source
 }
 
 // Handles implements Step.

@@ -111,6 +111,19 @@ func (i *Integration) EffectiveFramework() string {
 	return i.ChildFramework
 }
 
+// EnabledBy reports whether a Kueue Configuration's frameworks (its
+// integrations.frameworks, then externalFrameworks) enable the integration:
+// by its framework name, or in the external "Kind.version.group" form.
+func (i *Integration) EnabledBy(frameworks []string) bool {
+	external := i.GVK.Kind + "." + i.GVK.Version + "." + i.GVK.Group
+	for _, f := range frameworks {
+		if f == i.EffectiveFramework() || f == external {
+			return true
+		}
+	}
+	return false
+}
+
 // LabelsPath is QueueLabelPath followed by "labels".
 func (i *Integration) LabelsPath() []string { return append(slices.Clone(i.QueueLabelPath), "labels") }
 
@@ -190,6 +203,17 @@ func All() []*Integration {
 func Lookup(gk schema.GroupKind) (*Integration, bool) {
 	i, ok := byGroupKind[gk]
 	return i, ok
+}
+
+// LookupFramework finds the kind a Kueue framework name (as in Kueue's
+// integrations.frameworks) manages.
+func LookupFramework(name string) (*Integration, bool) {
+	for i := range catalog {
+		if catalog[i].Framework == name {
+			return &catalog[i], true
+		}
+	}
+	return nil, false
 }
 
 // ScaleJudged returns the integrations whose scale subresource is judged, in

@@ -98,3 +98,27 @@ var _ = Describe("the integration catalog", func() {
 		Expect(n).To(Equal(len(integrations.All())))
 	})
 })
+
+var _ = Describe("a Kueue Configuration's frameworks", func() {
+	lookup := func(group, kind string) *integrations.Integration {
+		in, ok := integrations.Lookup(schema.GroupKind{Group: group, Kind: kind})
+		Expect(ok).To(BeTrue())
+		return in
+	}
+
+	It("enable a kind by its framework name, or in the external Kind.version.group form", func() {
+		aw := lookup("workload.codeflare.dev", "AppWrapper")
+		Expect(aw.EnabledBy([]string{"batch/job", "workload.codeflare.dev/appwrapper"})).To(BeTrue())
+		Expect(aw.EnabledBy([]string{"AppWrapper.v1beta2.workload.codeflare.dev"})).To(BeTrue())
+		Expect(aw.EnabledBy([]string{"batch/job"})).To(BeFalse())
+		Expect(lookup("batch", "CronJob").EnabledBy([]string{"batch/job"})).To(BeTrue(), "by the framework of the Jobs it makes")
+	})
+
+	It("name the kind each framework manages", func() {
+		in, ok := integrations.LookupFramework("kubeflow.org/pytorchjob")
+		Expect(ok).To(BeTrue())
+		Expect(in.GVK.Kind).To(Equal("PyTorchJob"))
+		_, ok = integrations.LookupFramework("example.com/unknown")
+		Expect(ok).To(BeFalse())
+	})
+})

@@ -227,7 +227,7 @@ func checkKueueConfiguration(t Target, s *State) Check {
 			continue
 		}
 		for _, fw := range kc.Frameworks {
-			if in := frameworkIntegration(fw); in == nil || !in.Managed {
+			if in, ok := integrations.LookupFramework(fw); !ok || !in.Managed {
 				c.add(Finding{Status: Warn, Object: "ConfigMap " + kc.Source,
 					Message: fmt.Sprintf("integrations.frameworks enables %s, which the managed install does not support", fw),
 					Fix:     alternativeFix(in)})
@@ -287,15 +287,6 @@ func countStatus(fs []Finding, st Status) int {
 		}
 	}
 	return n
-}
-
-func frameworkIntegration(fw string) *integrations.Integration {
-	for _, in := range integrations.All() {
-		if in.Framework == fw {
-			return in
-		}
-	}
-	return nil
 }
 
 func alternativeFix(in *integrations.Integration) string {

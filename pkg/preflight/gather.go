@@ -236,26 +236,24 @@ func (g *gatherer) discover() error {
 }
 
 // listedKinds are the kinds whose queued workloads the target cannot manage:
-// for managed, those outside its set; for oss, those whose framework none of
-// the Configurations found enables (none found: nothing to compare with).
+// for managed, those outside its set; for oss, those none of the
+// Configurations found enables (none found: nothing to compare with).
 func listedKinds(target Target, configs []KueueConfiguration) []*integrations.Integration {
 	var out []*integrations.Integration
-	enabled := map[string]bool{}
+	var enabled []string
 	found := false
 	for _, c := range configs {
 		if c.Err != nil || c.NotFound {
 			continue
 		}
 		found = true
-		for _, f := range c.Frameworks {
-			enabled[f] = true
-		}
+		enabled = append(append(enabled, c.Frameworks...), c.External...)
 	}
 	for _, in := range integrations.All() {
 		switch {
 		case target == TargetManaged && !in.Managed:
 			out = append(out, in)
-		case target == TargetOSS && found && !enabled[in.EffectiveFramework()]:
+		case target == TargetOSS && found && !in.EnabledBy(enabled):
 			out = append(out, in)
 		}
 	}
