@@ -34,6 +34,7 @@ type kueueIntegrations struct {
 	ManageJobsWithoutQueueName   bool                  `json:"manageJobsWithoutQueueName"`
 	ManagedJobsNamespaceSelector *metav1.LabelSelector `json:"managedJobsNamespaceSelector"`
 	Resources                    *configapi.Resources  `json:"resources"`
+	FeatureGates                 map[string]bool       `json:"featureGates"`
 }
 
 // KueueConfig is what kueue-guard follows of Kueue's Configuration, with
@@ -42,6 +43,11 @@ type KueueConfig struct {
 	// Frameworks are the enabled integrations (frameworks, then
 	// externalFrameworks in Kueue's "Kind.version.group" form).
 	Frameworks []string
+	// ExternalFrameworks are the externalFrameworks among them.
+	ExternalFrameworks []string
+	// FeatureGates are the feature gates the Configuration sets (Kueue's
+	// --feature-gates flag, where a manager passes one, goes over them).
+	FeatureGates map[string]bool
 	// ManageJobsWithoutQueueName makes Kueue hold workloads that have no queue.
 	ManageJobsWithoutQueueName bool
 	// ManagedJobsNamespaceSelector selects the namespaces whose pod-based
@@ -75,7 +81,10 @@ func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
 		return nil, fmt.Errorf("reading Kueue's managedJobsNamespaceSelector: %w", err)
 	}
 	cfg := &KueueConfig{Frameworks: raw.frameworks(), ManageJobsWithoutQueueName: raw.ManageJobsWithoutQueueName,
-		ManagedJobsNamespaceSelector: sel}
+		ManagedJobsNamespaceSelector: sel, FeatureGates: raw.FeatureGates}
+	if raw.Integrations != nil {
+		cfg.ExternalFrameworks = raw.Integrations.ExternalFrameworks
+	}
 	if raw.Resources != nil {
 		cfg.Resources = *raw.Resources
 	}

@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -408,16 +407,6 @@ func ParseFeatureGates(s string) (map[string]bool, error) {
 	return gates, nil
 }
 
-// kueueConfigFields are the settings of Kueue's Configuration (v1beta1 and
-// v1beta2 agree on them) that a move to another install may not carry.
-type kueueConfigFields struct {
-	FeatureGates               map[string]bool `json:"featureGates"`
-	ManageJobsWithoutQueueName bool            `json:"manageJobsWithoutQueueName"`
-	Integrations               *struct {
-		ExternalFrameworks []string `json:"externalFrameworks"`
-	} `json:"integrations"`
-}
-
 // kueueConfig reads the Configuration the manager mounts: the first of its
 // ConfigMaps that holds Kueue's key.
 func (g *gatherer) kueueConfig(ctx context.Context, m *Manager) KueueConfiguration {
@@ -436,33 +425,27 @@ func (g *gatherer) kueueConfig(ctx context.Context, m *Manager) KueueConfigurati
 			continue
 		}
 		kc.Source, kc.NotFound = m.Identity.Namespace+"/"+name, false
-		kc.Err = parseKueueConfig(&kc, data, m.FeatureGates)
+		kc.Err = parseKueueConfig(&kc, data, m.Identity.Namespace, m.FeatureGates)
 		return kc
 	}
 	return kc
 }
 
-func parseKueueConfig(kc *KueueConfiguration, data, gatesArg string) error {
-	frameworks, err := cluster.ParseKueueFrameworks(data)
+func parseKueueConfig(kc *KueueConfiguration, data, namespace, gatesArg string) error {
+	cfg, err := cluster.ParseKueueConfig(data, namespace)
 	if err != nil {
 		return fmt.Errorf("ConfigMap %s: %w", kc.Source, err)
 	}
-	var f kueueConfigFields
-	if err := yaml.Unmarshal([]byte(data), &f); err != nil {
-		return fmt.Errorf("ConfigMap %s: reading Kueue's Configuration: %w", kc.Source, err)
-	}
-	if f.Integrations != nil {
-		kc.External = f.Integrations.ExternalFrameworks
-	}
-	for _, fw := range frameworks {
+	kc.External = cfg.ExternalFrameworks
+	for _, fw := range cfg.Frameworks {
 		if !slices.Contains(kc.External, fw) {
 			kc.Frameworks = append(kc.Frameworks, fw)
 		}
 	}
-	kc.ManageJobsWithoutQueueName = f.ManageJobsWithoutQueueName
-	kc.FeatureGates = f.FeatureGates
-	if kc.FeatureGates == nil {
-		kc.FeatureGates = map[string]bool{}
+	kc.ManageJobsWithoutQueueName = cfg.ManageJobsWithoutQueueName
+	kc.FeatureGates = map[string]bool{}
+	for k, v := range cfg.FeatureGates {
+		kc.FeatureGates[k] = v
 	}
 	args, err := ParseFeatureGates(gatesArg)
 	if err != nil {

@@ -26,3 +26,30 @@ var _ = ginkgo.Describe("the kinds preflight lists for queued workloads", func()
 		Expect(keys(TargetOSS, kc)).NotTo(ContainElements("Job.batch", "CronJob.batch", "AppWrapper.workload.codeflare.dev"))
 	})
 })
+
+var _ = ginkgo.Describe("a manager's Configuration", func() {
+	ginkgo.It("is read as Kueue reads it, its --feature-gates over the Configuration's", func() {
+		kc := KueueConfiguration{Source: "kueue-system/kueue-manager-config"}
+		Expect(parseKueueConfig(&kc, `apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+manageJobsWithoutQueueName: true
+featureGates: {TopologyAwareScheduling: false, LocalQueueMetrics: true}
+integrations:
+  frameworks: [batch/job, kubeflow.org/pytorchjob]
+  externalFrameworks: [AppWrapper.v1beta2.workload.codeflare.dev]
+`, "kueue-system", "TopologyAwareScheduling=true")).To(Succeed())
+		Expect(kc.Frameworks).To(Equal([]string{"batch/job", "kubeflow.org/pytorchjob"}))
+		Expect(kc.External).To(Equal([]string{"AppWrapper.v1beta2.workload.codeflare.dev"}))
+		Expect(kc.FeatureGates).To(Equal(map[string]bool{"TopologyAwareScheduling": true, "LocalQueueMetrics": true}))
+		Expect(kc.ManageJobsWithoutQueueName).To(BeTrue())
+
+		Expect(parseKueueConfig(&KueueConfiguration{}, "integrations: [", "kueue-system", "")).To(MatchError(ContainSubstring("reading Kueue's Configuration")))
+		Expect(parseKueueConfig(&KueueConfiguration{}, "{}", "kueue-system", "Broken")).To(MatchError(ContainSubstring("--feature-gates")))
+	})
+
+	ginkgo.It("defaults to batch/job when it lists no frameworks, as Kueue does", func() {
+		kc := KueueConfiguration{}
+		Expect(parseKueueConfig(&kc, "{}", "kueue-system", "")).To(Succeed())
+		Expect(kc.Frameworks).To(Equal([]string{"batch/job"}))
+	})
+})
