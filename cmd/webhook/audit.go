@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -42,9 +41,6 @@ func newAuditCommand() *cobra.Command {
 		},
 	}
 	c.AddFlags(cmd.Flags())
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		fmt.Fprintf(cmd.ErrOrStderr(), "kueue-guard audit: %v\nRun 'kueue-guard audit --help' for usage.\n", err)
-		return &exitError{code: review.ExitInputError, err: err}
-	})
+	usageErrors(cmd, review.ExitInputError)
 	return cmd
 }

@@ -28,12 +28,6 @@ func newKueueCommand() *cobra.Command {
 			return nil
 		}
 	}
-	flagErrors := func(cmd *cobra.Command) {
-		cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-			fmt.Fprintf(cmd.ErrOrStderr(), "kueue-guard kueue %s: %v\nRun 'kueue-guard kueue %s --help' for usage.\n", cmd.Name(), err, cmd.Name())
-			return &exitError{code: kueuestate.ExitError, err: err}
-		})
-	}
 
 	export := &kueuestate.CLI{}
 	exportCmd := &cobra.Command{
@@ -53,7 +47,7 @@ func newKueueCommand() *cobra.Command {
 	}
 	export.AddFlags(exportCmd.Flags())
 	exportCmd.Flags().StringVar(&export.Dir, "output-dir", "", "Directory to write one file per kind into (default: stdout)")
-	flagErrors(exportCmd)
+	usageErrors(exportCmd, kueuestate.ExitError)
 
 	diff := &kueuestate.CLI{}
 	diffCmd := &cobra.Command{
@@ -71,7 +65,7 @@ func newKueueCommand() *cobra.Command {
 	}
 	diff.AddFlags(diffCmd.Flags())
 	diffCmd.Flags().StringVarP(&diff.Dir, "filename", "f", "", "The directory kueue-guard kueue export wrote")
-	flagErrors(diffCmd)
+	usageErrors(diffCmd, kueuestate.ExitError)
 
 	restore := &kueuestate.CLI{}
 	restoreCmd := &cobra.Command{
@@ -90,7 +84,7 @@ func newKueueCommand() *cobra.Command {
 	restore.AddFlags(restoreCmd.Flags())
 	restoreCmd.Flags().StringVarP(&restore.Dir, "filename", "f", "", "The directory kueue-guard kueue export wrote")
 	restoreCmd.Flags().DurationVar(&restore.Timeout, "timeout", 2*time.Minute, "How long to wait for the ClusterQueues to become active")
-	flagErrors(restoreCmd)
+	usageErrors(restoreCmd, kueuestate.ExitError)
 
 	kueue.AddCommand(exportCmd, diffCmd, restoreCmd)
 	return kueue

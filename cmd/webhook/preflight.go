@@ -39,9 +39,6 @@ func newPreflightCommand() *cobra.Command {
 		},
 	}
 	c.AddFlags(cmd.Flags())
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		fmt.Fprintf(cmd.ErrOrStderr(), "kueue-guard preflight: %v\nRun 'kueue-guard preflight --help' for usage.\n", err)
-		return &exitError{code: preflight.ExitError, err: err}
-	})
+	usageErrors(cmd, preflight.ExitError)
 	return cmd
 }

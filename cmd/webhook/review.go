@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -45,9 +44,6 @@ func newReviewCommand() *cobra.Command {
 		},
 	}
 	c.AddFlags(cmd.Flags())
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		fmt.Fprintf(cmd.ErrOrStderr(), "kueue-guard review: %v\nRun 'kueue-guard review --help' for usage.\n", err)
-		return &exitError{code: review.ExitInputError, err: err}
-	})
+	usageErrors(cmd, review.ExitInputError)
 	return cmd
 }

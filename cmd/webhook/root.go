@@ -20,6 +20,15 @@ type exitError struct {
 	err  error
 }
 
+// usageErrors makes a flag error print "kueue-guard CMD: error" and where
+// the usage is, and exit with code (each command's usage exit code).
+func usageErrors(cmd *cobra.Command, code int) {
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\nRun '%s --help' for usage.\n", cmd.CommandPath(), err, cmd.CommandPath())
+		return &exitError{code: code, err: err}
+	})
+}
+
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
