@@ -13,11 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
@@ -96,6 +98,7 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		Expect(bob.Create(ctx, queuedDeployment(servedWeb, 1))).To(Succeed())
 		Expect(bob.Create(ctx, queuedCronJob(nightly))).To(Succeed())
 		Expect(bob.Create(ctx, queuedStatefulSet(servedDB))).To(Succeed())
+		Expect(bob.Create(ctx, queuedLeaderWorkerSet(servedLWS))).To(Succeed())
 		Eventually(func(g Gomega) {
 			pods := webPods(g)
 			g.Expect(pods).To(HaveLen(1))
@@ -189,12 +192,17 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring("a Deployment cannot be created suspended"))
 	})
 
-	It("refuses to scale up a queued StatefulSet, whose new pods only Kueue's webhook would gate, until Kueue is back", func() {
-		err := scaleStatefulSet(1)
-		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-		Expect(err.Error()).To(ContainSubstring("[kueue_guard.kueue_absent]"))
-		Expect(err.Error()).To(ContainSubstring("scale it up once Kueue is back"))
-		AddReportEntry("kubectl scale statefulset", err.Error())
+	It("refuses to scale up a queued StatefulSet or LeaderWorkerSet, whose new pods only Kueue's webhook would gate, until Kueue is back", func() {
+		for _, obj := range []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}},
+			leaderWorkerSetRef(servedLWS),
+		} {
+			err := scale(obj, 2)
+			Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+			Expect(err.Error()).To(ContainSubstring("[kueue_guard.kueue_absent]"))
+			Expect(err.Error()).To(ContainSubstring("scale it up once Kueue is back"))
+			AddReportEntry("kubectl scale "+obj.GetName(), err.Error())
+		}
 	})
 
 	It("refuses to resume the Job, or to ungate the Pod, until Kueue is back", func() {
@@ -231,7 +239,10 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 			}
 		}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 
-		Expect(scaleStatefulSet(1)).To(Succeed(), "with Kueue back, it is Kueue's to admit its pod group")
+		Expect(scale(&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}}, 1)).To(Succeed(),
+			"with Kueue back, it is Kueue's to admit its pod group")
+		Expect(scale(leaderWorkerSetRef(servedLWS), 2)).To(Succeed(), "with Kueue back, it is Kueue's to admit the new group")
+		Expect(admin.Delete(ctx, leaderWorkerSetRef(servedLWS))).To(Succeed())
 
 		Expect(admin.Delete(ctx, &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: nightly}})).To(Succeed())
 		Expect(admin.Delete(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}})).To(Succeed())
@@ -241,6 +252,7 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 
 const (
 	servedDB  = "served-db"  // a queued StatefulSet, scaled to 0, made while Kueue serves
+	servedLWS = "served-lws" // a queued LeaderWorkerSet of one group, made while Kueue serves
 	servedWeb = "served-web" // a queued Deployment made while Kueue serves
 	nightly   = "nightly"    // a queued CronJob made while Kueue serves
 )
@@ -267,11 +279,29 @@ func queuedStatefulSet(name string) *appsv1.StatefulSet {
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](0), Selector: d.Spec.Selector, Template: d.Spec.Template}}
 }
 
-// scaleStatefulSet is bob's `kubectl scale statefulset served-db --replicas=N`.
-func scaleStatefulSet(n int32) error {
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: servedDB}}
-	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}
-	return bob.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale))
+// scale is bob's `kubectl scale --replicas=N` of obj.
+func scale(obj client.Object, n int32) error {
+	body := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	return bob.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(body))
+}
+
+// queuedLeaderWorkerSet is one group of a leader and a worker, with the
+// defaults LeaderWorkerSet's own webhook (not running here) would set.
+func queuedLeaderWorkerSet(name string) *unstructured.Unstructured {
+	return fixtures.LeaderWorkerSet(team, name).Queue(queue).Requests("cpu", "100m").
+		Set(map[string]any{"type": "RollingUpdate", "rollingUpdateConfiguration": map[string]any{"maxUnavailable": int64(1), "maxSurge": int64(0)}},
+			"spec", "rolloutStrategy").
+		Set("LeaderCreated", "spec", "startupPolicy").
+		Set("RecreateGroupOnPodRestart", "spec", "leaderWorkerTemplate", "restartPolicy").Obj()
+}
+
+func leaderWorkerSetRef(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("leaderworkerset.x-k8s.io/v1")
+	u.SetKind("LeaderWorkerSet")
+	u.SetNamespace(team)
+	u.SetName(name)
+	return u
 }
 
 // queuedCronJob makes a queued Job every minute, each asking to run.

@@ -77,7 +77,7 @@ var _ = BeforeSuite(func() {
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	srv, err = env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: []string{"batch/job", "pod", "deployment", "statefulset",
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: []string{"batch/job", "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset",
 		// Kinds the managed install does not support, managed by this OSS install (preflight).
 		"kubeflow.org/pytorchjob", "workload.codeflare.dev/appwrapper"},
 		// Kueue leaves pod-based workloads alone in the lab namespace.
@@ -104,6 +104,15 @@ var _ = BeforeSuite(func() {
 	}})).To(Succeed())
 	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: queue},
 		Spec: kueue.LocalQueueSpec{ClusterQueue: cq}})).To(Succeed())
+
+	// And LeaderWorkerSets, which edit does not cover (their CRD ships no
+	// aggregated roles).
+	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "bob-lws"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"leaderworkerset.x-k8s.io"}, Resources: []string{"leaderworkersets", "leaderworkersets/scale"},
+			Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}})).To(Succeed())
+	Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "bob-lws"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "bob-lws"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}})).To(Succeed())
 
 	c := rest.CopyConfig(env.Config)
 	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
