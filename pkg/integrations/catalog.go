@@ -24,6 +24,13 @@ const (
 	PriorityClassLabel = kueueconstants.WorkloadPriorityClassLabel
 )
 
+// KueueGroup is Kueue's API group, and KueueAPIVersions the versions of it
+// kueue-guard reads, the newest first: where both are served, the first.
+const KueueGroup = "kueue.x-k8s.io"
+
+// KueueAPIVersions: see KueueGroup.
+var KueueAPIVersions = []string{"v1beta2", "v1beta1"}
+
 // Integration describes one workload kind Kueue can manage.
 type Integration struct {
 	// GVK is the served group, version and kind the webhooks register for.

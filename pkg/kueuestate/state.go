@@ -22,13 +22,15 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // Group is Kueue's API group.
-const Group = "kueue.x-k8s.io"
+const Group = integrations.KueueGroup
 
 // versions are the API versions read, the first the cluster serves.
-var versions = []string{"v1beta2", "v1beta1"}
+var versions = integrations.KueueAPIVersions
 
 // Kind is one kind of the admins' Kueue objects.
 type Kind struct {

@@ -154,11 +154,6 @@ type Options struct {
 // pageSize is how many objects one list call returns.
 const pageSize = 500
 
-// Kueue's group and the versions read, the first served.
-const kueueGroup = "kueue.x-k8s.io"
-
-var kueueVersions = []string{"v1beta2", "v1beta1"}
-
 // guardPartOf is the label the kueue-guard chart puts on everything it renders.
 const (
 	guardPartOfLabel = "app.kubernetes.io/part-of=kueue-guard"
@@ -459,8 +454,8 @@ func parseKueueConfig(kc *KueueConfiguration, data, namespace, gatesArg string) 
 
 // kueueResource is the first served version of one of Kueue's resources.
 func (g *gatherer) kueueResource(resource string) (schema.GroupVersionResource, bool) {
-	for _, v := range kueueVersions {
-		gvr := schema.GroupVersionResource{Group: kueueGroup, Version: v, Resource: resource}
+	for _, v := range integrations.KueueAPIVersions {
+		gvr := schema.GroupVersionResource{Group: integrations.KueueGroup, Version: v, Resource: resource}
 		if g.served[gvr] {
 			return gvr, true
 		}

@@ -23,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -38,7 +39,7 @@ const (
 )
 
 // kueueGroup is Kueue's API group.
-const kueueGroup = "kueue.x-k8s.io"
+const kueueGroup = integrations.KueueGroup
 
 // namespaceNameLabel is set by the API server on every Namespace; namespace
 // selectors (the configuration's defaulting rules) may match on it.
