@@ -12,9 +12,9 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # k8s.io/kubernetes at the minor of our k8s.io/api, etcd from go.etcd.io modules
 # (hack/testcp), and Kueue's controller manager from sigs.k8s.io/kueue (hack/kueue,
 # the version in its go.mod, stamped so that the manager reports it).
-KUBE_VERSION  := v1.35.4
+KUBE_VERSION  := v1.36.3
 KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35
+                 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
 KUEUE_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kueue" { print $$2 }' hack/kueue/go.mod)
 KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) \
                  -X sigs.k8s.io/kueue/pkg/version.GitCommit=$(KUEUE_VERSION)

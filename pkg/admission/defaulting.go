@@ -66,7 +66,7 @@ var RuleQueuesUnknown = Register(Rule{
 // QueuesUnknownWarning is the warning for a queue that cannot be looked up.
 func QueuesUnknownWarning(queue, namespace string) string {
 	return fmt.Sprintf("kueue-guard cannot read Kueue's queues (Kueue's %s API is not served): LocalQueue %q in namespace %q was not checked",
-		kueue.GroupVersion, queue, namespace)
+		kueue.SchemeGroupVersion, queue, namespace)
 }
 
 // QueueChoice is a defaulted queue and why it was chosen.

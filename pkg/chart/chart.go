@@ -36,7 +36,7 @@ const (
 
 // KubeVersion is the Kubernetes version the chart is rendered and linted for:
 // the minor of the module's k8s.io/api and of the test control plane.
-var KubeVersion = chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
+var KubeVersion = chartutil.KubeVersion{Version: "v1.36.0", Major: "1", Minor: "36"}
 
 // Chart is the loaded chart plus the release it is rendered as.
 type Chart struct {

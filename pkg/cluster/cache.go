@@ -59,10 +59,10 @@ func requiredTypes() []client.Object {
 // builds a TrainJob's pod sets from the runtime it names).
 func optionalTypes() []typedKind {
 	out := []typedKind{
-		{kueue.GroupVersion.WithKind("LocalQueue"), &kueue.LocalQueue{}},
-		{kueue.GroupVersion.WithKind("ClusterQueue"), &kueue.ClusterQueue{}},
-		{kueue.GroupVersion.WithKind("ResourceFlavor"), &kueue.ResourceFlavor{}},
-		{kueue.GroupVersion.WithKind("Cohort"), &kueue.Cohort{}},
+		{kueue.SchemeGroupVersion.WithKind("LocalQueue"), &kueue.LocalQueue{}},
+		{kueue.SchemeGroupVersion.WithKind("ClusterQueue"), &kueue.ClusterQueue{}},
+		{kueue.SchemeGroupVersion.WithKind("ResourceFlavor"), &kueue.ResourceFlavor{}},
+		{kueue.SchemeGroupVersion.WithKind("Cohort"), &kueue.Cohort{}},
 	}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK != deploymentGVK {
@@ -291,8 +291,8 @@ func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) 
 		DeleteFunc: func(any) { v.generation.Add(1) },
 	}
 	capacityInput := map[schema.GroupVersionKind]bool{
-		kueue.GroupVersion.WithKind("ResourceFlavor"): true, kueue.GroupVersion.WithKind("Cohort"): true,
-		kueue.GroupVersion.WithKind("ClusterQueue"): true,
+		kueue.SchemeGroupVersion.WithKind("ResourceFlavor"): true, kueue.SchemeGroupVersion.WithKind("Cohort"): true,
+		kueue.SchemeGroupVersion.WithKind("ClusterQueue"): true,
 	}
 	for _, obj := range requiredTypes() {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
@@ -308,7 +308,7 @@ func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) 
 				return err
 			}
 		}
-		if gvk.Group == kueue.GroupVersion.Group {
+		if gvk.Group == kueue.SchemeGroupVersion.Group {
 			v.kueue = append(v.kueue, k)
 		}
 		if err := v.optional.register(ctx, k); err != nil {

@@ -84,7 +84,7 @@ func Capacities(ctx context.Context, flavors []kueue.ResourceFlavor, cohorts []k
 			for _, f := range rg.Flavors {
 				for r := range rg.CoveredResources {
 					v := cs.PotentialAvailable(resources.FlavorResource{Flavor: f, Resource: r})
-					caps = append(caps, Capacity{Flavor: string(f), Resource: r, Max: resources.ResourceQuantity(r, v)})
+					caps = append(caps, Capacity{Flavor: string(f), Resource: r, Max: (*resources.ResourceFormatter)(nil).ResourceQuantity(r, v.Int64())})
 				}
 			}
 		}

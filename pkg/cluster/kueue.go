@@ -154,9 +154,11 @@ func kueueConfigMap(cms []*corev1.ConfigMap) *corev1.ConfigMap {
 // controller that was there first.
 func controllersIn(objs []*unstructured.Unstructured) []ControllerRef {
 	var found []*unstructured.Unstructured
+	versions := map[*unstructured.Unstructured]string{}
 	for _, o := range objs {
-		if _, ok := kueuecontroller.Detect(o); ok {
+		if m, ok := kueuecontroller.Detect(o); ok {
 			found = append(found, o)
+			versions[o] = m.Version
 		}
 	}
 	sort.Slice(found, func(i, j int) bool {
@@ -172,7 +174,7 @@ func controllersIn(objs []*unstructured.Unstructured) []ControllerRef {
 	out := make([]ControllerRef, len(found))
 	for i, o := range found {
 		id := kueuecontroller.IdentityOf(o)
-		out[i] = ControllerRef{Kind: id.Kind, Namespace: id.Namespace, Name: id.Name}
+		out[i] = ControllerRef{Kind: id.Kind, Namespace: id.Namespace, Name: id.Name, Version: versions[o]}
 	}
 	return out
 }

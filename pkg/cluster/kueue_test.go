@@ -127,8 +127,8 @@ var _ = Describe("the cached Deployments", func() {
 		s, err := NewSnapshot(newer, older)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(s.KueueControllers()).To(Equal([]ControllerRef{
-			{Kind: "Deployment", Namespace: "z-kueue", Name: "kueue-controller-manager"},
-			{Kind: "Deployment", Namespace: "a-kueue", Name: "kueue-controller-manager"},
-		}))
+			{Kind: "Deployment", Namespace: "z-kueue", Name: "kueue-controller-manager", Version: "v0.19.2"},
+			{Kind: "Deployment", Namespace: "a-kueue", Name: "kueue-controller-manager", Version: "v0.19.2"},
+		}), "oldest first, each with the release its image names")
 	})
 })

@@ -70,6 +70,10 @@ type View interface {
 // object (a Deployment in every install we know of).
 type ControllerRef struct {
 	Kind, Namespace, Name string
+	// Version is the Kueue release it says it runs (its image tag or chart
+	// labels; "" when neither names one): shown and compared with the
+	// release kueue-guard is tested against, never used to admit.
+	Version string
 }
 
 // String renders "Deployment kueue-system/kueue-controller-manager".

@@ -11,7 +11,7 @@ import (
 
 // Real-world images and names used across the tests.
 const (
-	kueueImage      = "registry.k8s.io/kueue/kueue:v0.17.0"
+	kueueImage      = "registry.k8s.io/kueue/kueue:v0.19.2"
 	kueueConfigArg  = "--config=/controller_manager_config.yaml"
 	kueueNamespace  = "kueue-system"
 	kueueDeployment = "kueue-controller-manager"
@@ -26,7 +26,7 @@ var (
 	configReason = "argument " + kueueConfigArg
 	// The chart's marks, on the Deployment and on what it creates (the
 	// ReplicaSet and Pods carry the pod template's annotation only).
-	chartReason         = "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.17.0)"
+	chartReason         = "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.19.2)"
 	chartTemplateReason = "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum)"
 	portReason          = "container port visibility"
 )

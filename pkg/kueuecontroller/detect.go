@@ -15,7 +15,7 @@ import (
 // gave it away, and Container into the field path.
 type Match struct {
 	// Reasons lists every distinct signal found, in a stable order (images, labels,
-	// arguments), e.g. `image "registry.k8s.io/kueue/kueue:v0.17.0"`,
+	// arguments), e.g. `image "registry.k8s.io/kueue/kueue:v0.19.2"`,
 	// `labels app.kubernetes.io/name=kueue,control-plane=controller-manager`,
 	// `argument --config=/controller_manager_config.yaml`. Values taken from the object
 	// are shortened and quoted when needed, so a hostile object cannot flood or forge
@@ -24,6 +24,9 @@ type Match struct {
 	// Container is the container that runs the manager: the first whose image matched,
 	// else the first whose arguments added a reason; "" when only labels matched.
 	Container string
+	// Version is the Kueue release the object says it runs (VersionOf): ""
+	// when neither its image tag nor the chart's labels name one.
+	Version string
 }
 
 // Label keys and values that Kueue's Helm chart and kustomize config put on the
@@ -119,7 +122,7 @@ func Detect(obj *unstructured.Unstructured) (*Match, bool) {
 		// documentation.
 		return nil, false
 	}
-	m := &Match{Container: d.imageContainer}
+	m := &Match{Container: d.imageContainer, Version: versionOf(d.image, ownLabels, templateLabels)}
 	if m.Container == "" && len(d.images) == 0 {
 		m.Container = d.argContainer
 	}
@@ -155,7 +158,7 @@ func chartReasons(own, template, annotations map[string]any) []string {
 }
 
 // isKueueChart reports whether a helm.sh/chart value names Kueue's chart at a
-// version: kueue-0.17.0, kueue-v0.17.0 (not kueue-populator-0.1.0).
+// version: kueue-0.19.2, kueue-v0.19.2 (not kueue-populator-0.1.0).
 func isKueueChart(chart string) bool {
 	v, ok := strings.CutPrefix(chart, "kueue-")
 	v = strings.TrimPrefix(v, "v")
@@ -166,6 +169,7 @@ func isKueueChart(chart string) bool {
 type detection struct {
 	images, args   []string // reasons, in scan order, possibly repeated
 	imageContainer string   // first container whose image matched
+	image          string   // and its image
 	argContainer   string   // first container whose arguments matched
 	labels         bool
 	// chart are the marks of Kueue's Helm chart (chartReasons); managerArgs
@@ -186,7 +190,7 @@ func (d *detection) container(c any) {
 	if image, ok := cm["image"].(string); ok && isKueueManagerImage(image) {
 		d.images = append(d.images, "image "+strconv.Quote(shorten(image)))
 		if d.imageContainer == "" {
-			d.imageContainer = name
+			d.imageContainer, d.image = name, image
 		}
 	}
 	// Command and args form one argv, so the two-word form may straddle them.

@@ -24,7 +24,7 @@
 //     element that contains "kueue" or as the whole path: registry.k8s.io/kueue/kueue,
 //     us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue,
 //     mcr.microsoft.com/aks/kueue/kueue-controller-manager, a mirror's
-//     …/kueue-controller-manager@sha256:…, a flat mirror's myregistry.azurecr.io/kueue:v0.17.0.
+//     …/kueue-controller-manager@sha256:…, a flat mirror's myregistry.azurecr.io/kueue:v0.19.2.
 //     Kueue's other images — kueueviz-backend, kueueviz-frontend, kueue-populator,
 //     importer, debug — are not controller managers and do not match; neither does
 //     kueue-guard's own image, nor an image merely named kueue under another path

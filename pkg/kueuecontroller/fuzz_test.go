@@ -14,7 +14,7 @@ import (
 // every `go test`.
 func FuzzDetect(f *testing.F) {
 	for _, seed := range []string{
-		`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"m","image":"registry.k8s.io/kueue/kueue:v0.17.0","args":["--config","/controller_manager_config.yaml"]}]}}}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"m","image":"registry.k8s.io/kueue/kueue:v0.19.2","args":["--config","/controller_manager_config.yaml"]}]}}}}`,
 		`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app.kubernetes.io/name":"kueue","control-plane":"controller-manager","pod-template-hash":"h"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"k-h","controller":true}]},"spec":{"containers":"x"}}`,
 		`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"ownerReferences":[1,{"controller":true}]},"spec":{"template":[]}}`,
 		`{"apiVersion":"v1","kind":"Pod","spec":{"initContainers":[{"image":"@:/"},{"image":"::"},{"image":"/"},{"image":""}]}}`,
@@ -49,7 +49,7 @@ func BenchmarkDetect(b *testing.B) {
 		"spec": map[string]any{"template": map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}},
 			"spec": map[string]any{"containers": []any{map[string]any{
-				"name": "manager", "image": "registry.k8s.io/kueue/kueue:v0.17.0", "command": []any{"/manager"},
+				"name": "manager", "image": "registry.k8s.io/kueue/kueue:v0.19.2", "command": []any{"/manager"},
 				"args": []any{"--config=/controller_manager_config.yaml", "--zap-log-level=2"},
 			}}},
 		}},

@@ -9,7 +9,7 @@ const (
 	// upstreamImageName is the last path element of upstream's manager image
 	// (registry.k8s.io/kueue/kueue). It counts below a path element that
 	// mentions kueue, or as the whole path: a mirror that copies the image flat
-	// into a private registry (myregistry.azurecr.io/kueue:v0.17.0). Under any
+	// into a private registry (myregistry.azurecr.io/kueue:v0.19.2). Under any
 	// other path (ghcr.io/someone/kueue) it is too plain a name.
 	upstreamImageName = "kueue"
 )

@@ -34,7 +34,7 @@ func checkKubernetesVersion(t Target, s *State) Check {
 	c := Check{ID: CheckKubernetesVersion, Title: "Kubernetes version",
 		Why: fmt.Sprintf("The managed extension installs only on Kubernetes %s or later.", MinKubernetes[TargetManaged])}
 	if t == TargetOSS {
-		c.Why = fmt.Sprintf("Kueue v0.17 requires Kubernetes %s or newer: its controllers use APIs older API servers do not serve.", minimum)
+		c.Why = fmt.Sprintf("Kueue v0.19 requires Kubernetes %s or newer: its controllers use APIs older API servers do not serve.", minimum)
 	}
 	if s.VersionErr != nil {
 		return errorCheck(c, "the API server's version", s.VersionErr)
@@ -137,20 +137,11 @@ func uninstallCommand(m *Manager) string {
 	if r := m.HelmRelease(); r != "" {
 		return fmt.Sprintf("helm uninstall %s --namespace %s", r, m.HelmNamespace())
 	}
-	if tag := imageTag(m.Image); m.Labels["control-plane"] == "controller-manager" && releaseTag.MatchString(tag) {
+	if tag := kueuecontroller.ImageTag(m.Image); m.Labels["control-plane"] == "controller-manager" && releaseTag.MatchString(tag) {
 		return fmt.Sprintf("kubectl delete -f https://github.com/kubernetes-sigs/kueue/releases/download/%s/manifests.yaml", tag)
 	}
 	return fmt.Sprintf("kubectl delete %s %s --namespace %s, and Kueue's webhook configurations, CRDs and RBAC with it",
 		strings.ToLower(m.Identity.Kind), m.Identity.Name, m.Identity.Namespace)
-}
-
-// imageTag is the image's tag ("" without one).
-func imageTag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
-	}
-	return ""
 }
 
 func checkUnsupportedWorkloads(t Target, s *State) Check {

@@ -26,7 +26,7 @@ func clean(target pf.Target) *pf.State {
 	cfg := config.Default()
 	cfg.InstallProfile = config.InstallProfile(target)
 	cfg.SetDefaults()
-	return &pf.State{Host: "https://cluster.example", Version: "v1.35.4",
+	return &pf.State{Host: "https://cluster.example", Version: "v1.36.3",
 		Mutating: []admissionregistrationv1.MutatingWebhookConfiguration{
 			mutating("kueue-guard-mutating", webhookconfig.MutateWorkloadsPath, nil),
 			mutating("kueue-mutating-webhook-configuration", "/mutate-batch-v1-job", nil),
@@ -61,7 +61,7 @@ func lookup(group, kind string) *integrations.Integration {
 
 func ossManager(ns, name string) pf.Manager {
 	return pf.Manager{Identity: kueuecontroller.Identity{Kind: "Deployment", Namespace: ns, Name: name},
-		Reasons: []string{`image "registry.k8s.io/kueue/kueue:v0.17.0"`}, Image: "registry.k8s.io/kueue/kueue:v0.17.0",
+		Reasons: []string{`image "registry.k8s.io/kueue/kueue:v0.19.2"`}, Image: "registry.k8s.io/kueue/kueue:v0.19.2", Version: "v0.19.2",
 		Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/instance": "kueue"},
 		Annotations: map[string]string{"meta.helm.sh/release-name": "kueue", "meta.helm.sh/release-namespace": ns}}
 }
@@ -72,7 +72,7 @@ var _ = Describe("Judge", func() {
 			r := pf.Judge(t, clean(t))
 			Expect(r.Result).To(Equal(pf.Pass), "%s: %+v", t, r.Checks)
 			Expect(r.ExitCode()).To(Equal(pf.ExitPass))
-			Expect(r.Checks).To(HaveLen(6))
+			Expect(r.Checks).To(HaveLen(7))
 			for _, c := range r.Checks {
 				Expect(c.Doc).To(Equal(pf.DocPage + "#" + c.ID))
 			}
@@ -242,7 +242,7 @@ var _ = Describe("Judge", func() {
 		s.Version = "v1.30.0"
 		s.MutatingErr = errors.New("forbidden")
 		r := pf.Judge(pf.TargetManaged, s)
-		Expect(r.Counts).To(Equal(pf.Counts{Pass: 4, Fail: 1, Error: 1}))
+		Expect(r.Counts).To(Equal(pf.Counts{Pass: 5, Fail: 1, Error: 1}))
 		Expect(r.Result).To(Equal(pf.Fail))
 		Expect(r.ExitCode()).To(Equal(pf.ExitFail))
 	})
@@ -260,14 +260,14 @@ var _ = Describe("rendering", func() {
 		Expect(out).To(ContainSubstring("[fail] Kubernetes v1.33.1: the managed Kueue install needs Kubernetes 1.34 or later"))
 		Expect(out).To(ContainSubstring("  fix: upgrade the control plane"))
 		Expect(out).To(ContainSubstring("see: docs/managed-kueue.md#kubernetes-version"))
-		Expect(out).To(ContainSubstring("result: FAIL (5 passed, 1 failed)"))
+		Expect(out).To(ContainSubstring("result: FAIL (6 passed, 1 failed)"))
 
 		b.Reset()
 		Expect(pf.RenderJSON(&b, r)).To(Succeed())
 		var back map[string]any
 		Expect(json.Unmarshal(b.Bytes(), &back)).To(Succeed())
 		Expect(back).To(HaveKeyWithValue("result", "fail"))
-		Expect(back["checks"]).To(HaveLen(6))
+		Expect(back["checks"]).To(HaveLen(7))
 	})
 })
 

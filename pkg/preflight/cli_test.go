@@ -55,6 +55,6 @@ current-context: down
 		Expect(out).To(ContainSubstring("ERROR kubernetes-version"))
 		Expect(out).To(ContainSubstring("could not read the API server's version"))
 		Expect(out).To(ContainSubstring("connection refused"))
-		Expect(out).To(ContainSubstring("result: ERROR (0 passed, 6 could not be checked)"))
+		Expect(out).To(ContainSubstring("result: ERROR (0 passed, 7 could not be checked)"))
 	})
 })

@@ -79,6 +79,8 @@ type Manager struct {
 	ConfigMaps []string
 	// FeatureGates is the value of the manager's --feature-gates flag.
 	FeatureGates string
+	// Version is the Kueue release it says it runs ("" when unnamed).
+	Version string
 }
 
 // HelmRelease is the Helm release that installed the manager, or "".
@@ -329,7 +331,7 @@ func (g *gatherer) managers(ctx context.Context) ([]Manager, error) {
 // describe records what the object says about its manager: its labels, the
 // manager container's image and --feature-gates, the ConfigMaps it mounts.
 func describe(m *Manager, obj *unstructured.Unstructured, match *kueuecontroller.Match) {
-	m.Labels, m.Annotations = obj.GetLabels(), obj.GetAnnotations()
+	m.Labels, m.Annotations, m.Version = obj.GetLabels(), obj.GetAnnotations(), match.Version
 	if m.Labels == nil {
 		m.Labels = map[string]string{}
 	}

@@ -36,7 +36,7 @@ const (
 var Targets = []Target{TargetManaged, TargetOSS}
 
 // MinKubernetes is the oldest Kubernetes each target runs on: the managed
-// extension's prerequisite (AKS 1.34 or later), and upstream Kueue's (v0.17
+// extension's prerequisite (AKS 1.34 or later), and upstream Kueue's (v0.19
 // requires 1.29 or newer).
 var MinKubernetes = map[Target]*version.Version{
 	TargetManaged: version.MustParseGeneric("1.34"),
@@ -110,6 +110,7 @@ func worse(a, b Status) Status {
 const (
 	CheckKubernetesVersion    = "kubernetes-version"
 	CheckKueueControllers     = "kueue-controllers"
+	CheckKueueVersion         = "kueue-version"
 	CheckUnsupportedWorkloads = "unsupported-workloads"
 	CheckKueueConfiguration   = "kueue-configuration"
 	CheckWebhookOrder         = "webhook-order"
@@ -195,7 +196,7 @@ func (r *Report) ExitCode() int {
 func Judge(target Target, s *State) *Report {
 	r := &Report{Target: target, Cluster: s.Host}
 	for _, check := range []func(Target, *State) Check{
-		checkKubernetesVersion, checkKueueControllers, checkUnsupportedWorkloads,
+		checkKubernetesVersion, checkKueueControllers, checkKueueVersion, checkUnsupportedWorkloads,
 		checkKueueConfiguration, checkWebhookOrder, checkKueueGuardProfile,
 	} {
 		c := check(target, s)

@@ -85,6 +85,7 @@ func Review(ctx context.Context, o Options, manifests []*Manifest, readErrs []*I
 			o.Notes = append(o.Notes, note)
 		}
 	}
+	report.Notes = append(report.Notes, r.followKueue()...)
 	if err := r.build(); err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ spec:
   selector: {matchLabels: {app: d}}
   template:
     metadata: {labels: {app: d}}
-    spec: {containers: [{name: c, image: registry.k8s.io/kueue/kueueviz-backend:v0.17.0}]}
+    spec: {containers: [{name: c, image: registry.k8s.io/kueue/kueueviz-backend:v0.19.2}]}
 ---
 apiVersion: apps/v1
 kind: Deployment

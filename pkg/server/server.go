@@ -224,6 +224,13 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	})); err != nil {
 		return nil, err
 	}
+	info, err := newKueueInfo(view, mgr.GetCache().WaitForCacheSync, crmetrics.Registry, o.Logger.WithName("kueue-info"))
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(info); err != nil {
+		return nil, err
+	}
 	if o.ManageCerts {
 		if err := addCertRotator(mgr, o, certsReady); err != nil {
 			return nil, err

@@ -27,7 +27,7 @@ func adjustResources(ctx context.Context, namespace string, podSets []kueue.PodS
 
 // resourcesReader is the client AdjustResources reads through, over Resources:
 // it answers the two reads AdjustResources makes (a RuntimeClass by name; the
-// namespace's LimitRanges that have a container limit, by Kueue's own index
+// namespace's LimitRanges that have a container or pod limit, by Kueue's own index
 // function) and refuses anything else. The embedded client is never set; a
 // method AdjustResources does not call fails loudly rather than reaching an API
 // server.
@@ -61,7 +61,7 @@ func (r resourcesReader) List(_ context.Context, list client.ObjectList, opts ..
 	wantContainer := o.FieldSelector != nil && !o.FieldSelector.Empty()
 	lrs.Items = nil
 	for _, lr := range r.res.LimitRanges(o.Namespace) {
-		if wantContainer && len(indexer.IndexLimitRangeHasContainerType(&lr)) == 0 {
+		if wantContainer && len(indexer.IndexLimitRangeHasContainerOrPodType(&lr)) == 0 {
 			continue
 		}
 		lrs.Items = append(lrs.Items, *lr.DeepCopy())

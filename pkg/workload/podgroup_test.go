@@ -34,6 +34,16 @@ var _ = Describe("a pod group is one Workload", func() {
 		Expect(again.PodSets[0].Name).To(Equal(sum.PodSets[0].Name), "alike pods share a role")
 	})
 
+	It("counts a group named by annotation, as Kueue 0.19 reads it first (WorkloadIdentifierAnnotations)", func() {
+		pod := groupPod("4")
+		pod.SetLabels(nil)
+		pod.SetAnnotations(map[string]string{"kueue.x-k8s.io/pod-group-total-count": "4", "kueue.x-k8s.io/pod-group-name": "train"})
+		sum, err := workload.Summarize(context.Background(), pod)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sum.PodSets[0].Count).To(BeEquivalentTo(4))
+		Expect(sum.TotalRequests.Name("nvidia.com/gpu", "").String()).To(Equal("8"), "not one pod's 2 GPUs")
+	})
+
 	It("counts a pod outside any group as one pod", func() {
 		pod := groupPod("4")
 		pod.SetLabels(nil)

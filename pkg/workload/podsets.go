@@ -103,7 +103,7 @@ func jobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options)
 		return nil, err
 	}
 	defaultJobSpec(&job.Spec)
-	return (*kueuejob.Job)(job).PodSets(ctx)
+	return (*kueuejob.Job)(job).PodSets(ctx, nil)
 }
 
 // cronJobPodSets summarizes the Job a CronJob creates: Kueue manages each of them
@@ -124,7 +124,7 @@ func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Opti
 		Spec: tmpl.Spec,
 	}
 	defaultJobSpec(&job.Spec)
-	return (*kueuejob.Job)(job).PodSets(ctx)
+	return (*kueuejob.Job)(job).PodSets(ctx, nil)
 }
 
 func podPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
@@ -132,15 +132,17 @@ func podPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options)
 	if err != nil {
 		return nil, err
 	}
-	pss, err := kueuepod.FromObject(pod).PodSets(ctx)
-	if err != nil || pod.Labels[podconstants.GroupNameLabel] == "" {
+	pss, err := kueuepod.FromObject(pod).PodSets(ctx, nil)
+	// Kueue's own reading of the group's name: from 0.19 the annotation
+	// (WorkloadIdentifierAnnotations), else the label.
+	if err != nil || kueueutilpod.GetPodGroupName(pod) == "" {
 		return pss, err
 	}
 	return podGroupPodSets(pod, pss)
 }
 
-// podGroupPodSets is the Workload Kueue makes of a pod group (pods labeled
-// kueue.x-k8s.io/pod-group-name): one pod set per pod role (Kueue's role hash
+// podGroupPodSets is the Workload Kueue makes of a pod group (pods annotated or
+// labeled kueue.x-k8s.io/pod-group-name): one pod set per pod role (Kueue's role hash
 // of the pod spec), counting that role's pods. Admission sees one pod at a
 // time, so the group is taken to be pod-group-total-count pods of this pod's
 // role: exactly Kueue's Workload when the group's pods are alike (every pod
@@ -151,7 +153,7 @@ func podPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options)
 func podGroupPodSets(pod *corev1.Pod, pss []kueue.PodSet) ([]kueue.PodSet, error) {
 	raw, ok := pod.Annotations[podconstants.GroupTotalCountAnnotation]
 	if !ok {
-		return nil, fmt.Errorf("a pod of group %q has no %s annotation", pod.Labels[podconstants.GroupNameLabel], podconstants.GroupTotalCountAnnotation)
+		return nil, fmt.Errorf("a pod of group %q has no %s annotation", kueueutilpod.GetPodGroupName(pod), podconstants.GroupTotalCountAnnotation)
 	}
 	n, err := strconv.ParseInt(raw, 10, 32)
 	if err != nil || n < 1 {
@@ -163,7 +165,7 @@ func podGroupPodSets(pod *corev1.Pod, pss []kueue.PodSet) ([]kueue.PodSet, error
 	}
 	role, err := kueueutilpod.GenerateRoleHash(&pod.Spec)
 	if err != nil {
-		return nil, fmt.Errorf("computing the pod's role in group %q: %w", pod.Labels[podconstants.GroupNameLabel], err)
+		return nil, fmt.Errorf("computing the pod's role in group %q: %w", kueueutilpod.GetPodGroupName(pod), err)
 	}
 	pss[0].Name = kueue.NewPodSetReference(role)
 	pss[0].Count = int32(n)
@@ -174,7 +176,7 @@ func podGroupPodSets(pod *corev1.Pod, pss []kueue.PodSet) ([]kueue.PodSet, error
 // the spec and builds the topology request from the template's annotations) and
 // names and counts the result.
 func templatePodSet(ctx context.Context, name kueue.PodSetReference, count int32, tmpl *corev1.PodTemplateSpec) (kueue.PodSet, error) {
-	pss, err := kueuepod.FromObject(&corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}).PodSets(ctx)
+	pss, err := kueuepod.FromObject(&corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}).PodSets(ctx, nil)
 	if err != nil {
 		return kueue.PodSet{}, err
 	}
@@ -260,7 +262,7 @@ func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Optio
 		return nil, err
 	}
 	defaultJobSet(obj, js)
-	return (*kueuejobset.JobSet)(js).PodSets(ctx)
+	return (*kueuejobset.JobSet)(js).PodSets(ctx, nil)
 }
 
 func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
@@ -269,7 +271,7 @@ func rayClusterPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *O
 		return nil, err
 	}
 	defaultRayClusterSpec(&rc.Spec)
-	return (*raycluster.RayCluster)(rc).PodSets(ctx)
+	return (*raycluster.RayCluster)(rc).PodSets(ctx, nil)
 }
 
 // rayJobPodSets: see podSetBuilders for why this is not the RayJob adapter. A
@@ -290,7 +292,7 @@ func rayJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Optio
 	}
 	defaultRayJob(rj)
 	rj.Status = rayv1.RayJobStatus{}
-	return (*kueuerayjob.RayJob)(rj).PodSets(ctx)
+	return (*kueuerayjob.RayJob)(rj).PodSets(ctx, nil)
 }
 
 // rayServicePodSets: see podSetBuilders for why this is not the RayService adapter.
@@ -300,7 +302,7 @@ func rayServicePodSets(_ context.Context, obj *unstructured.Unstructured, _ *Opt
 		return nil, err
 	}
 	defaultRayClusterSpec(&rs.Spec.RayClusterSpec)
-	return raycluster.BuildPodSets(&rs.Spec.RayClusterSpec)
+	return raycluster.BuildPodSets(&rs.Spec.RayClusterSpec, rs.Annotations)
 }
 
 func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
@@ -315,7 +317,7 @@ func mpiJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Optio
 			delete(mj.Spec.MPIReplicaSpecs, t)
 		}
 	}
-	return (*kueuempijob.MPIJob)(mj).PodSets(ctx)
+	return (*kueuempijob.MPIJob)(mj).PodSets(ctx, nil)
 }
 
 // kubeflowPodSets builds the podSetsFunc of a Kubeflow training-operator v1 job
@@ -329,7 +331,7 @@ func kubeflowPodSets[T any](control func(*T) kubeflowjob.KFJobControl) podSetsFu
 		if err != nil {
 			return nil, err
 		}
-		return (&kubeflowjob.KubeflowJob{KFJobControl: control(j)}).PodSets(ctx)
+		return (&kubeflowjob.KubeflowJob{KFJobControl: control(j)}).PodSets(ctx, nil)
 	}
 }
 
@@ -391,7 +393,7 @@ func appWrapperPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *O
 			return nil, fmt.Errorf("spec.components[%d].template is empty", i)
 		}
 	}
-	return (*kueueappwrapper.AppWrapper)(aw).PodSets(ctx)
+	return (*kueueappwrapper.AppWrapper)(aw).PodSets(ctx, nil)
 }
 
 // sparkApplicationPodSets applies the Spark operator's own defaults (its
@@ -404,5 +406,5 @@ func sparkApplicationPodSets(ctx context.Context, obj *unstructured.Unstructured
 		return nil, err
 	}
 	sparkv1beta2.SetSparkApplicationDefaults(app)
-	return (*kueuespark.SparkApplication)(app).PodSets(ctx)
+	return (*kueuespark.SparkApplication)(app).PodSets(ctx, nil)
 }

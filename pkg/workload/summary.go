@@ -221,11 +221,11 @@ func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources) ([]PodSet, cor
 	info := kueueworkload.NewInfo(one, kueueworkload.WithExcludedResourcePrefixes(cfg.ExcludeResourcePrefixes),
 		kueueworkload.WithResourceTransformations(cfg.Transformations))
 	out := make([]PodSet, 0, len(in))
-	total := resources.Requests{}
+	total := resources.MapRequests{}
 	for i := range in {
 		ps := &in[i]
 		perPod := info.TotalRequests[i].Requests
-		for name, v := range perPod {
+		for name, v := range perPod.Iter() {
 			// Negative or overflowing amounts would let a huge workload slip under
 			// a policy's limit, so they are errors rather than wrapped numbers.
 			if v < 0 {
@@ -237,9 +237,9 @@ func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources) ([]PodSet, cor
 			}
 			total[name] += scaled
 		}
-		out = append(out, PodSet{Name: string(ps.Name), Count: ps.Count, MinCount: ps.MinCount, Requests: perPod.ToResourceList()})
+		out = append(out, PodSet{Name: string(ps.Name), Count: ps.Count, MinCount: ps.MinCount, Requests: perPod.ToResourceList(nil)})
 	}
-	return out, total.ToResourceList(), nil
+	return out, total.ToResourceList(nil), nil
 }
 
 // mulNonNegative multiplies two non-negative numbers, reporting overflow.

@@ -146,7 +146,7 @@ func trainJobRuntimePodSets(ctx context.Context, tj *kftrainer.TrainJob, runtime
 	if err := json.Unmarshal(raw, js); err != nil {
 		return nil, err
 	}
-	return (*kueuejobset.JobSet)(js).PodSets(ctx)
+	return (*kueuejobset.JobSet)(js).PodSets(ctx, nil)
 }
 
 // trainJobStandInPodSets is what a TrainJob is counted as when its runtime is

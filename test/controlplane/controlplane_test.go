@@ -147,7 +147,7 @@ var _ = Describe("Kueue", func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 
 		requireCreator(ns, "", "v1", "pods", testenv.ControllerUsername("job"), probePod(ns))
-		requireCreator(ns, kueue.GroupVersion.Group, kueue.GroupVersion.Version, "workloads", testenv.KueueUsername,
+		requireCreator(ns, kueue.SchemeGroupVersion.Group, kueue.SchemeGroupVersion.Version, "workloads", testenv.KueueUsername,
 			&kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Spec: kueue.WorkloadSpec{
 				QueueName: "lq",
 				PodSets:   []kueue.PodSet{{Name: "main", Count: 1, Template: podTemplate(nil, "1")}},

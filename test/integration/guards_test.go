@@ -188,7 +188,7 @@ var _ = Describe("guardrails under the managed profile", func() {
 			Entry("flat, into a private registry", "myregistry.azurecr.io/kueue",
 				"spec.template.spec.containers[0].image", `image "myregistry.azurecr.io/kueue:v0.17.0"`),
 			Entry("under a name that says nothing", "mirror.example.com/platform/scheduler",
-				"spec.template.spec.containers[0].image", "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.17.0), container port visibility"),
+				"spec.template.spec.containers[0].image", "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.19.2), container port visibility"),
 		)
 
 		It("rejects Kueue's manager added to a running Pod as an ephemeral container (kubectl debug)", func() {

@@ -21,6 +21,7 @@ import (
 	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
@@ -45,8 +46,8 @@ func (p podSetView) String() string {
 }
 
 func requestsString(r resources.Requests) string {
-	keys := make([]string, 0, len(r))
-	for k, v := range r {
+	keys := make([]string, 0, r.Len())
+	for k, v := range r.Iter() {
 		if v != 0 {
 			keys = append(keys, fmt.Sprintf("%s=%d", k, v))
 		}
@@ -128,7 +129,7 @@ func guardView(obj *unstructured.Unstructured) []podSetView {
 		}
 		v := podSetView{Name: ps.Name, Count: ps.Count, MinCount: minCount(ps.MinCount), Requests: "{}"}
 		if ps.Count > 0 {
-			v.Requests = requestsString(resources.NewRequests(ps.Requests))
+			v.Requests = requestsString(resources.NewRequestsFromResourceList(ps.Requests))
 		}
 		out = append(out, v)
 	}
@@ -245,6 +246,9 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 		Entry(nil, "partially admissible (job-min-parallelism 2 of 4)",
 			fixtures.Job(namespace, "job-partial").Parallelism(4).Label("kueue.x-k8s.io/job-min-parallelism", "2").
 				Set(map[string]any{"kueue.x-k8s.io/job-min-parallelism": "2"}, "metadata", "annotations"), namespace),
+		Entry(nil, "pod-level resources (spec.template.spec.resources), charged from Kueue 0.19",
+			fixtures.Job(namespace, "job-podlevel").Set(map[string]any{"requests": map[string]any{"cpu": "2", "memory": "1Gi"},
+				"limits": map[string]any{"cpu": "2", "memory": "1Gi"}}, "spec", "template", "spec", "resources"), namespace),
 		Entry(nil, "a single Pod", fixtures.Pod(namespace, "pod"), namespace),
 		Entry(nil, "3 replicas: Kueue admits each pod as its own Workload (input.workload.admissionUnit pod)",
 			fixtures.Deployment(namespace, "deployment").Set(int64(3), "spec", "replicas").Requests("nvidia.com/gpu", "1"), namespace),
@@ -283,26 +287,66 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 				Set(int64(3), "spec", "trainer", "numNodes"), namespace),
 	)
 
-	It("counts a pod group as the one Workload Kueue makes of it", func() {
-		const group, size = "pod-group", 3
-		var pods []*unstructured.Unstructured
-		for i := range size {
-			pod := gpu(fixtures.Pod(namespace, fmt.Sprintf("%s-%d", group, i)), "1").Queue(localQueue).
-				Label("kueue.x-k8s.io/pod-group-name", group).
-				Set(map[string]any{"kueue.x-k8s.io/pod-group-total-count": fmt.Sprint(size)}, "metadata", "annotations").Obj()
-			Expect(admin.Create(ctx, pod)).To(Succeed())
-			pods = append(pods, pod)
-		}
-		wl := ownedWorkload(pods[0])
-		for _, pod := range pods {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(pod.GroupVersionKind())
-			Expect(admin.Get(ctx, client.ObjectKeyFromObject(pod), live)).To(Succeed())
-			want, got := kueueView(wl), guardView(live)
-			Expect(got).To(Equal(want), "pod %s of the group", pod.GetName())
-		}
-		rows = append(rows, compatRow{kind: "Pod", object: fmt.Sprintf("a pod group of %d alike pods (kueue.x-k8s.io/pod-group-name, pod-group-total-count)", size),
-			result: "equal: " + strings.Trim(fmt.Sprint(kueueView(wl)), "[]")})
+	// Kueue 0.19 names a pod group by annotation (WorkloadIdentifierAnnotations,
+	// on by default) before the label.
+	DescribeTable("counts a pod group as the one Workload Kueue makes of it",
+		func(group, how string, mark func(fixtures.Object) fixtures.Object) {
+			const size = 3
+			var pods []*unstructured.Unstructured
+			for i := range size {
+				pod := mark(gpu(fixtures.Pod(namespace, fmt.Sprintf("%s-%d", group, i)), "1").Queue(localQueue).
+					Set(map[string]any{"kueue.x-k8s.io/pod-group-total-count": fmt.Sprint(size)}, "metadata", "annotations")).Obj()
+				Expect(admin.Create(ctx, pod)).To(Succeed())
+				pods = append(pods, pod)
+			}
+			wl := ownedWorkload(pods[0])
+			for _, pod := range pods {
+				live := &unstructured.Unstructured{}
+				live.SetGroupVersionKind(pod.GroupVersionKind())
+				Expect(admin.Get(ctx, client.ObjectKeyFromObject(pod), live)).To(Succeed())
+				want, got := kueueView(wl), guardView(live)
+				Expect(got).To(Equal(want), "pod %s of the group", pod.GetName())
+			}
+			rows = append(rows, compatRow{kind: "Pod", object: fmt.Sprintf("a pod group of %d alike pods (%s, pod-group-total-count)", size, how),
+				result: "equal: " + strings.Trim(fmt.Sprint(kueueView(wl)), "[]")})
+		},
+		Entry(nil, "pod-group", "label kueue.x-k8s.io/pod-group-name", func(o fixtures.Object) fixtures.Object {
+			return o.Label("kueue.x-k8s.io/pod-group-name", "pod-group")
+		}),
+		Entry(nil, "pod-group-annotated", "annotation kueue.x-k8s.io/pod-group-name, Kueue 0.19", func(o fixtures.Object) fixtures.Object {
+			return o.Set("pod-group-annotated", "metadata", "annotations", "kueue.x-k8s.io/pod-group-name")
+		}),
+	)
+
+	It("counts an elastic Job scaled while queued as the Workload Kueue makes of its new size", func() {
+		obj := fixtures.Job(namespace, "job-elastic").Parallelism(2).Set(int64(4), "spec", "completions").Queue(localQueue).
+			Set(map[string]any{"kueue.x-k8s.io/elastic-job": "true"}, "metadata", "annotations").Obj()
+		Expect(admin.Create(ctx, obj)).To(Succeed())
+		ownedWorkload(obj)
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), live)).To(Succeed())
+		Expect(unstructured.SetNestedField(live.Object, int64(3), "spec", "parallelism")).To(Succeed())
+		Expect(admin.Update(ctx, live)).To(Succeed())
+		var wl *kueue.Workload
+		Eventually(func(g Gomega) {
+			wl = nil
+			list := &kueue.WorkloadList{}
+			g.Expect(admin.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
+			for i := range list.Items {
+				for _, o := range list.Items[i].OwnerReferences {
+					if o.UID == obj.GetUID() && list.Items[i].Spec.PodSets[0].Count == 3 {
+						wl = &list.Items[i]
+					}
+				}
+			}
+			g.Expect(wl).NotTo(BeNil(), "a Workload of the Job's new size")
+		}, "30s", "200ms").Should(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(obj), live)).To(Succeed())
+		want, got := kueueView(wl), guardView(live)
+		Expect(got).To(Equal(want))
+		rows = append(rows, compatRow{kind: "Job", object: "elastic (kueue.x-k8s.io/elastic-job), parallelism 2 changed to 3 while queued",
+			result: "equal: " + strings.Trim(fmt.Sprint(want), "[]")})
 	})
 
 	It("is what "+compatFile+" says (KUEUE_COMPAT_UPDATE=1 rewrites it)", func() {
@@ -357,5 +401,25 @@ func renderCompat(rows []compatRow) []byte {
 	for _, d := range knownDivergences {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", d.kind, d.object, d.result)
 	}
+	renderVersions(&b)
 	return b.Bytes()
+}
+
+// renderVersions writes the support table: the minor the rows above come from,
+// and what is known to differ in the others (kueuecontroller.Assess, which the
+// server's kueue_guard_kueue_info, its log and preflight's kueue-version say).
+func renderVersions(b *bytes.Buffer) {
+	b.WriteString("\n## Kueue versions\n\n")
+	b.WriteString("kueue-guard computes with the Kueue code of " + kueuecontroller.TestedVersion + " and every integration suite runs that\n")
+	b.WriteString("manager. It reads the release a cluster runs from the manager's image tag or chart labels, and says\n")
+	b.WriteString("when the minor differs: `kueue_guard_kueue_info{tested=\"false\"}`, a warning in its log, and\n")
+	b.WriteString("`kueue-guard preflight`'s `kueue-version` check, each naming the differences below.\n\n")
+	b.WriteString("| Kueue minor | status | known differences from the tested minor |\n|---|---|---|\n")
+	for _, s := range kueuecontroller.Documented() {
+		status, diff := "not tested", strings.Join(s.Differences, "; ")
+		if s.Tested {
+			status, diff = "tested ("+kueuecontroller.TestedVersion+")", "—"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", s.Minor, status, diff)
+	}
 }

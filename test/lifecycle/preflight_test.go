@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -106,8 +107,9 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 	It("passes a cluster with nothing in the way: exit 0", func() {
 		code, out := preflightCLI("managed", "text")
 		Expect(code).To(Equal(preflight.ExitPass), out)
-		Expect(out).To(ContainSubstring("PASS  kubernetes-version     Kubernetes v1.35.4; the managed Kueue install needs 1.34 or later"))
+		Expect(out).To(ContainSubstring("PASS  kubernetes-version     Kubernetes v1.36.3; the managed Kueue install needs 1.34 or later"))
 		Expect(out).To(ContainSubstring("PASS  kueue-controllers      no Kueue controller manager runs in any namespace"))
+		Expect(out).To(ContainSubstring("PASS  kueue-version          no Kueue controller manager runs; kueue-guard is tested against Kueue v0.19.2"))
 		Expect(out).To(ContainSubstring("PASS  unsupported-workloads  no queued LeaderWorkerSet.leaderworkerset.x-k8s.io, PyTorchJob.kubeflow.org"))
 		Expect(out).To(ContainSubstring("PASS  webhook-order"))
 		// kueue-guard still guards the OSS install: a step of the switch.
@@ -116,8 +118,8 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 
 		code, out = preflightAs("", "managed", "text", true)
 		Expect(code).To(Equal(preflight.ExitPass), out)
-		Expect(strings.Count(out, "      why: ")).To(Equal(6), "every check says why it matters")
-		for _, id := range []string{preflight.CheckKubernetesVersion, preflight.CheckKueueControllers, preflight.CheckUnsupportedWorkloads,
+		Expect(strings.Count(out, "      why: ")).To(Equal(7), "every check says why it matters")
+		for _, id := range []string{preflight.CheckKubernetesVersion, preflight.CheckKueueControllers, preflight.CheckKueueVersion, preflight.CheckUnsupportedWorkloads,
 			preflight.CheckKueueConfiguration, preflight.CheckWebhookOrder, preflight.CheckKueueGuardProfile} {
 			Expect(out).To(ContainSubstring("see: docs/managed-kueue.md#" + id))
 		}
@@ -191,11 +193,26 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 		Expect(out).To(ContainSubstring("WARN  kueue-configuration"))
 		Expect(out).To(ContainSubstring("[warn] ConfigMap batch-kueue/batch-scheduler-manager-config: feature gate TopologyAwareScheduling=true is set"))
 		Expect(out).To(ContainSubstring("integrations.frameworks enables kubeflow.org/pytorchjob, which the managed install does not support"))
+		// The release each manager says it runs, its Configuration's gates, and
+		// what differs on another minor.
+		Expect(out).To(ContainSubstring("WARN  kueue-version"))
+		Expect(out).To(ContainSubstring("[pass] Deployment kueue-system/kueue-controller-manager: Kueue v0.19.2, the minor kueue-guard is tested against; feature gates: "))
+		Expect(out).To(ContainSubstring("[warn] Deployment batch-kueue/batch-scheduler-controller-manager: Kueue v0.17.0; kueue-guard is tested against v0.19.2; feature gates: TopologyAwareScheduling=true"))
+		Expect(out).To(ContainSubstring("known differences: pod-level resources"))
+
+		By("publishing each manager's release as kueue_guard_kueue_info, tested or not")
+		Eventually(func(g Gomega) {
+			series, err := testenv.MetricSeries(srv.MetricAddr, "kueue_guard_kueue_info")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(series).To(ContainElement(And(ContainSubstring(`name="kueue-controller-manager",namespace="kueue-system",tested="true",tested_version="v0.19.2",version="v0.19.2"`),
+				ContainSubstring(`feature_gates="VisibilityOnDemand=false"`), HaveSuffix(" 1"))))
+			g.Expect(series).To(ContainElement(ContainSubstring(`name="batch-scheduler-controller-manager",namespace="batch-kueue",tested="false",tested_version="v0.19.2",version="v0.17.0"`)))
+		}).WithTimeout(time.Minute).Should(Succeed())
 
 		code, out = preflightCLI("managed", "json")
 		Expect(code).To(Equal(preflight.ExitFail))
 		Expect(statuses(out)).To(Equal(map[string]preflight.Status{
-			preflight.CheckKubernetesVersion: preflight.Pass, preflight.CheckKueueControllers: preflight.Fail,
+			preflight.CheckKubernetesVersion: preflight.Pass, preflight.CheckKueueControllers: preflight.Fail, preflight.CheckKueueVersion: preflight.Warn,
 			preflight.CheckUnsupportedWorkloads: preflight.Fail, preflight.CheckKueueConfiguration: preflight.Warn,
 			preflight.CheckWebhookOrder: preflight.Pass, preflight.CheckKueueGuardProfile: preflight.Warn,
 		}))

@@ -73,7 +73,7 @@ func wipeKueue() {
 	}
 	for _, kind := range kinds {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(kueue.GroupVersion.WithKind(kind + "List"))
+		list.SetGroupVersionKind(kueue.SchemeGroupVersion.WithKind(kind + "List"))
 		Expect(admin.List(ctx, list)).To(Succeed())
 		for i := range list.Items {
 			o := &list.Items[i]

@@ -432,7 +432,7 @@ func kueueConfiguration(opts KueueOptions, k *Kueue) ([]byte, error) {
 		gates[g] = on
 	}
 	cfg := kueueconfig.Configuration{
-		TypeMeta:  metav1.TypeMeta{APIVersion: kueueconfig.GroupVersion.String(), Kind: "Configuration"},
+		TypeMeta:  metav1.TypeMeta{APIVersion: kueueconfig.SchemeGroupVersion.String(), Kind: "Configuration"},
 		Namespace: ptr.To(KueueNamespace),
 		ControllerManager: kueueconfig.ControllerManager{
 			Webhook: kueueconfig.ControllerWebhook{Host: k.WebhookHost, Port: ptr.To(k.WebhookPort), CertDir: k.CertDir},

@@ -316,6 +316,27 @@ func MetricValue(addr, name string) (float64, error) {
 	return total, nil
 }
 
+// MetricSeries returns the exposition lines of every series of the metric name
+// at addr ("name{labels} value"), for specs that check labels.
+func MetricSeries(addr, name string) ([]string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			out = append(out, line)
+		}
+	}
+	return out, nil
+}
+
 // webhookClientConfig writes a client certificate and the AdmissionConfiguration
 // that makes the API server present it to every webhook (the kubeconfig's
 // "*" user), and returns the certificate's CA and the configuration's path.
