@@ -95,8 +95,10 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-run: build testbin ## Start a local control plane with kueue-guard and the examples; Ctrl-C stops it.
-	$(GO) run ./hack/devcluster --kueue-guard $(BIN)/kueue-guard --examples examples --state-dir .local
+# make run KUEUE=false leaves Kueue's manager out (kueue-guard then holds queued workloads).
+KUEUE ?= true
+run: build testbin ## Start a local control plane with kueue-guard, Kueue and the examples; Ctrl-C stops it.
+	$(GO) run ./hack/devcluster --kueue-guard $(BIN)/kueue-guard --examples examples --state-dir .local --kueue=$(KUEUE)
 
 opa: ## Install OPA, at the version in go.mod, into bin/opa for make bench; instant when up to date.
 	@if [ "$$($(BIN)/opa version 2>/dev/null | sed -n 's/^Version: //p')" = "$(OPA_VERSION:v%=%)" ]; then \

@@ -1,7 +1,9 @@
 // Command devcluster is `make run`: a local control plane (kube-apiserver and etcd
 // from bin/testcp) with Kueue's and every framework's CRDs, the chart's own webhook
-// configurations pointed at a local `kueue-guard serve`, and the examples loaded.
-// It runs until Ctrl-C and cleans up after itself.
+// configurations pointed at a local `kueue-guard serve`, Kueue's own manager with
+// its webhooks and the kube-controller-manager (both from bin/testcp; --kueue=false
+// leaves Kueue out, to see kueue-guard hold workloads while Kueue is away), and the
+// examples loaded. It runs until Ctrl-C and cleans up after itself.
 package main
 
 import (
@@ -25,14 +27,15 @@ func main() {
 	binary := flag.String("kueue-guard", "bin/kueue-guard", "The kueue-guard binary to serve with")
 	examples := flag.String("examples", "examples", "Directory with config.yaml, cluster-state.yaml and workloads/")
 	stateDir := flag.String("state-dir", ".local", "Where to write the kubeconfig and logs")
+	withKueue := flag.Bool("kueue", true, "Run Kueue's manager (and the kube-controller-manager); false shows kueue-guard while Kueue is away")
 	flag.Parse()
-	if err := run(*binary, *examples, *stateDir); err != nil {
+	if err := run(*binary, *examples, *stateDir, *withKueue); err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, examples, stateDir string) error {
+func run(binary, examples, stateDir string, withKueue bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
@@ -114,6 +117,29 @@ func run(binary, examples, stateDir string) error {
 		return fmt.Errorf("%w (see %s)", err, logPath)
 	}
 
+	kueueLine := "Kueue's manager is not running (--kueue=false): kueue-guard holds queued workloads until it is."
+	if withKueue {
+		fmt.Println("starting the kube-controller-manager and Kueue's manager (bin/testcp) …")
+		if _, err := env.StartKubeControllerManager(ctx); err != nil {
+			return fmt.Errorf("starting the kube-controller-manager: %w", err)
+		}
+		k, err := env.StartKueue(ctx, testenv.KueueOptions{})
+		if err != nil {
+			return fmt.Errorf("starting Kueue's manager: %w", err)
+		}
+		// The manager runs as a local process; its Deployment, as Kueue's chart
+		// installs it, is what kueue-guard reads the running release from
+		// (kueue_guard_kueue_info). Its pods are never scheduled: no nodes.
+		dep, err := testenv.KueueControllerDeployment("kueue", testenv.KueueNamespace)
+		if err == nil {
+			err = env.Client.Create(ctx, dep)
+		}
+		if err != nil {
+			return fmt.Errorf("creating Kueue's Deployment: %w", err)
+		}
+		kueueLine = fmt.Sprintf("Kueue's manager runs with its webhooks (logs: %s).", k.LogPath())
+	}
+
 	if out, stderr, err := env.Kubectl(nil, "apply", "-f", filepath.Join(examples, "cluster-state.yaml")); err != nil {
 		return fmt.Errorf("applying the example cluster: %v: %s%s", err, out, stderr)
 	}
@@ -121,13 +147,15 @@ func run(binary, examples, stateDir string) error {
 	k := filepath.Join("bin", "testcp", "kubectl")
 	fmt.Printf(`
 kueue-guard is serving on https://%s:%d (logs: %s, metrics: http://127.0.0.1:%d/metrics).
+%s
 The example cluster (examples/cluster-state.yaml) is loaded. In another shell:
 
   export KUBECONFIG=%s
 
-  # 1. A Job without a queue is labeled with its namespace's default queue:
+  # 1. A Job without a queue is labeled with its namespace's default queue, and Kueue admits it:
   %s apply -f %s/workloads/job.yaml
   %s get job sample-job -n team-a -o jsonpath='{.metadata.labels}{"\n"}'
+  %s get workloads -n team-a
 
   # 2. An AppWrapper is rejected: the managed Kueue install does not support it:
   %s apply -f %s/workloads/appwrapper.yaml
@@ -136,7 +164,7 @@ The example cluster (examples/cluster-state.yaml) is loaded. In another shell:
   %s apply -f %s/workloads/too-many-gpus.yaml
 
 Policies are read from policies/ and reloaded when you edit them. Ctrl-C stops everything.
-`, o.LocalServingHost, o.LocalServingPort, logPath, metrics, kubeconfig, k, examples, k, k, examples, k, examples)
+`, o.LocalServingHost, o.LocalServingPort, logPath, metrics, kueueLine, kubeconfig, k, examples, k, k, k, examples, k, examples)
 
 	select {
 	case <-ctx.Done():
