@@ -21,6 +21,9 @@ KUEUE_LDFLAGS := -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(KUEUE_VERSION) \
 # OPA, for the load harness's comparison: the version kueue-guard's policy engine
 # is built from (go.mod).
 OPA_VERSION   := $(shell awk '$$1 == "github.com/open-policy-agent/opa" { print $$2 }' go.mod)
+# golangci-lint, with the linters Kueue's own configuration enables (.golangci.yaml).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT         := $(BIN)/golangci-lint
 TESTCP_BINS  := kube-apiserver etcd kubectl kube-controller-manager kueue-manager
 TESTCP_SRCS  := $(shell find hack/testcp hack/kueue -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
 TESTCP_STAMP := $(shell cat $(TESTCP_SRCS) Makefile | sha256sum | cut -c1-16)-$(shell $(GO) env GOVERSION)
@@ -42,7 +45,7 @@ SOAK_SMOKE_TIME ?= 30s
 
 export KUBEBUILDER_ASSETS := $(TESTCP)
 
-.PHONY: all build build-race test unit integration policy-test testbin lint vet fmt layers run clean help opa bench bench-smoke fuzz fuzz-smoke soak soak-smoke
+.PHONY: all build build-race test unit integration policy-test testbin lint vet fmt layers golangci golangci-lint run clean help opa bench bench-smoke fuzz fuzz-smoke soak soak-smoke
 
 all: build
 
@@ -83,7 +86,18 @@ unit: ## Unit tests only (no control plane).
 integration: testbin ## Integration tests only.
 	$(GO) test $(TEST_FLAGS) ./test/... $(GINKGO_FLAGS)
 
-lint: vet fmt layers ## go vet, gofmt and the package layering of docs/architecture.md.
+lint: vet fmt layers golangci ## go vet, gofmt, the package layering of docs/architecture.md and golangci-lint.
+
+golangci: golangci-lint ## golangci-lint with .golangci.yaml (Kueue's linters).
+	$(GOLANGCI_LINT) run ./...
+
+golangci-lint: ## Install golangci-lint at GOLANGCI_LINT_VERSION into bin/ from the Go module proxy; instant when up to date.
+	@if $(GOLANGCI_LINT) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%) "; then \
+		echo "golangci-lint $(GOLANGCI_LINT_VERSION) up to date in $(BIN)"; \
+	else \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(BIN)"; \
+		GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
 
 layers: ## Fail when a package imports one of its own or a higher layer (docs/architecture.md).
 	$(GO) run ./hack/layercheck

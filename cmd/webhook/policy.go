@@ -63,7 +63,8 @@ func newPolicyTestCommand() *cobra.Command {
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "List every test with its print() output, and trace the failing ones")
 	cmd.Flags().StringVarP(&o.Format, "format", "f", policies.TestFormatPretty,
 		"Report format: "+policies.TestFormatPretty+" or "+policies.TestFormatJSON)
-	cmd.Flags().StringSliceVar(&o.AllowBuiltins, "allow-builtin", nil, "A built-in the policies may call beyond the default ones, as policies.allowBuiltins allows it in the server (repeatable): "+strings.Join(policies.OptInBuiltins(), ", "))
+	cmd.Flags().
+		StringSliceVar(&o.AllowBuiltins, "allow-builtin", nil, "A built-in the policies may call beyond the default ones, as policies.allowBuiltins allows it in the server (repeatable): "+strings.Join(policies.OptInBuiltins(), ", "))
 	cmd.Flags().BoolVarP(&o.Coverage, "coverage", "c", false, "Report which lines of the policies (not of the tests) the tests evaluate")
 	return cmd
 }

@@ -46,14 +46,34 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 	fl.StringVar(&f.configFile, "config", "", "Configuration file (config.kueue-guard.io/v1alpha1); defaults apply when empty")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig file; in-cluster configuration when empty")
 	fl.StringVar(&f.certDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key; reloaded when they change")
-	fl.StringVar(&f.clientCAFile, "client-ca-file", "", "PEM bundle of the CAs whose client certificates the webhook port requires (the API server's, set in its AdmissionConfiguration); reloaded when it changes; empty accepts any caller")
+	fl.StringVar(
+		&f.clientCAFile,
+		"client-ca-file",
+		"",
+		"PEM bundle of the CAs whose client certificates the webhook port requires (the API server's, set in its AdmissionConfiguration); reloaded when it changes; empty accepts any caller",
+	)
 	fl.StringVar(&f.host, "webhook-host", "", "Address the webhook server listens on (all interfaces when empty)")
 	fl.IntVar(&f.port, "webhook-port", 9443, "Port the webhook server listens on")
-	fl.IntVar(&f.maxInFlight, "max-in-flight", 256, "Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)")
-	fl.DurationVar(&f.policyTimeout, "policy-timeout", policies.DefaultTimeout, "How long one request's policy evaluation may take, waiting for a slot included; beyond it policies.onError decides (keep it below the webhook's timeoutSeconds)")
+	fl.IntVar(
+		&f.maxInFlight,
+		"max-in-flight",
+		256,
+		"Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)",
+	)
+	fl.DurationVar(
+		&f.policyTimeout,
+		"policy-timeout",
+		policies.DefaultTimeout,
+		"How long one request's policy evaluation may take, waiting for a slot included; beyond it policies.onError decides (keep it below the webhook's timeoutSeconds)",
+	)
 	fl.IntVar(&f.policyConcurrency, "policy-concurrency", 0, "Policy evaluations running at once; a request waits for a slot within --policy-timeout (0: twice GOMAXPROCS)")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
-	fl.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS, to callers the API server authenticates and authorizes for a get of /metrics; false serves them in the clear to anyone who reaches the port")
+	fl.BoolVar(
+		&f.metricsSecure,
+		"metrics-secure",
+		true,
+		"Serve the metrics over HTTPS, to callers the API server authenticates and authorizes for a get of /metrics; false serves them in the clear to anyone who reaches the port",
+	)
 	fl.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics server's tls.crt and tls.key (default --cert-dir); reloaded when they change")
 	fl.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz")
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof profiles, for a profiling session; off when empty (bind it to loopback: profiles are not authenticated)")
@@ -64,7 +84,12 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 	fl.StringVar(&f.webhookService, "webhook-service-name", "", "Service the certificate is issued for (with --manage-certs)")
 	fl.StringVar(&f.mutatingName, "mutating-webhook-configuration", "", "kueue-guard's MutatingWebhookConfiguration: checked to run before Kueue's, and given the CA with --manage-certs")
 	fl.StringVar(&f.validatingName, "validating-webhook-configuration", "", "ValidatingWebhookConfiguration to inject the CA into (with --manage-certs)")
-	fl.DurationVar(&f.shutdownDelay, "shutdown-delay", 5*time.Second, "How long to keep serving after SIGTERM, with readiness failing, before the listener closes: longer than the cluster takes to remove the pod from the Service's endpoints")
+	fl.DurationVar(
+		&f.shutdownDelay,
+		"shutdown-delay",
+		5*time.Second,
+		"How long to keep serving after SIGTERM, with readiness failing, before the listener closes: longer than the cluster takes to remove the pod from the Service's endpoints",
+	)
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to finish in-flight requests once the listener has closed")
 	goFlags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	f.zap.BindFlags(goFlags)

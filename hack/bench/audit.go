@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,7 +91,7 @@ func (b *bench) measureAudit(ctx context.Context) error {
 	}
 	closed := b.results.closed(epValidate, "Job CREATE +queue", b.o.matrixConcurrency)
 	if closed == nil || closed.RPS <= 0 {
-		return fmt.Errorf("no closed-loop figure for /validate-workloads to set the load's rate from")
+		return errors.New("no closed-loop figure for /validate-workloads to set the load's rate from")
 	}
 	res.Rate = b.o.openFractions[0] * closed.RPS
 
@@ -288,7 +289,7 @@ func (l *runLog) poll(ctx context.Context, url string) error {
 	for {
 		v, err := readMetrics(ctx, url, metricLastRun, metricDuration, metricScanned)
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // the measurement ended: a read cut short by it is no failure
 		}
 		if err != nil {
 			return err
@@ -314,7 +315,7 @@ func (l *runLog) all() []auditRun {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := append([]auditRun(nil), l.runs...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	slices.SortFunc(out, func(a, b auditRun) int { return a.Start.Compare(b.Start) })
 	return out
 }
 

@@ -129,9 +129,7 @@ func closedLoop(ctx context.Context, newCaller func() *caller, c int, d time.Dur
 	runs := make([]loopRun, c)
 	var wg sync.WaitGroup
 	for w := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cl, r := newCaller(), &runs[w]
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t := time.Now()
@@ -139,7 +137,7 @@ func closedLoop(ctx context.Context, newCaller func() *caller, c int, d time.Dur
 				r.latencies = append(r.latencies, time.Since(t))
 				r.count(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	var total loopRun
@@ -185,9 +183,7 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 	runs := make([]openRun, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			cl, r := newCaller(), &runs[w]
 			for ctx.Err() == nil {
 				i := next.Add(1) - 1
@@ -207,7 +203,7 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 				r.sent = append(r.sent, scheduled)
 				r.count(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	var total openRun

@@ -133,7 +133,12 @@ func parseFlags(args []string) (*options, error) {
 		o.guardArgs = append(o.guardArgs, v)
 		return nil
 	})
-	fs.DurationVar(&o.soak, "soak", 0, "Instead of the benchmark, soak --kueue-guard (make soak builds it with -race) this long at 80% of the throughput it reaches here; fails on any failed request or a growing resident set")
+	fs.DurationVar(
+		&o.soak,
+		"soak",
+		0,
+		"Instead of the benchmark, soak --kueue-guard (make soak builds it with -race) this long at 80% of the throughput it reaches here; fails on any failed request or a growing resident set",
+	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -214,7 +219,7 @@ func (o *options) goBenchEstimate() time.Duration {
 func intList(dst *[]int) func(string) error {
 	return func(s string) error {
 		var out []int
-		for _, f := range strings.Split(s, ",") {
+		for f := range strings.SplitSeq(s, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
 				return err
@@ -229,7 +234,7 @@ func intList(dst *[]int) func(string) error {
 func floatList(dst *[]float64) func(string) error {
 	return func(s string) error {
 		var out []float64
-		for _, f := range strings.Split(s, ",") {
+		for f := range strings.SplitSeq(s, ",") {
 			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 			if err != nil {
 				return err

@@ -129,9 +129,19 @@ func (p plan) estimate(o *options) time.Duration {
 
 // describe is the plan in two lines.
 func (p plan) describe(o *options) string {
-	return fmt.Sprintf("%d closed-loop points (%d × %v after a %v warm-up each, concurrency %v; all bodies at %d) and %d open-loop points (%v each after a warm-up)\nestimated run time: %v (deadline %v)",
-		len(p.closed), o.reps, o.duration, o.warmup, joinInts(o.concurrency), o.matrixConcurrency, len(p.open), o.duration,
-		p.estimate(o).Round(time.Second), o.timeout)
+	return fmt.Sprintf(
+		"%d closed-loop points (%d × %v after a %v warm-up each, concurrency %v; all bodies at %d) and %d open-loop points (%v each after a warm-up)\nestimated run time: %v (deadline %v)",
+		len(p.closed),
+		o.reps,
+		o.duration,
+		o.warmup,
+		joinInts(o.concurrency),
+		o.matrixConcurrency,
+		len(p.open),
+		o.duration,
+		p.estimate(o).Round(time.Second),
+		o.timeout,
+	)
 }
 
 func joinInts(v []int) string {

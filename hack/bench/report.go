@@ -1,13 +1,15 @@
 package main
 
 import (
-	_ "embed" // the report template
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	_ "embed" // the report template
 )
 
 //go:embed performance.md.tmpl
@@ -81,18 +83,6 @@ func (b *bench) report() error {
 	return nil
 }
 
-// commandLine is how the harness was run, with arguments quoted for a shell.
-func commandLine() string {
-	words := []string{"go run ./hack/bench"}
-	for _, a := range os.Args[1:] {
-		if a == "" || strings.ContainsAny(a, " |'\"$*?") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
-}
-
 func printTables(d reportData) {
 	for _, s := range []struct{ title, table string }{
 		{"Bodies", d.Bodies},
@@ -120,7 +110,7 @@ func bodiesTable(r *results) *table {
 	for _, b := range r.Bodies {
 		input := "–"
 		if b.InputBytes > 0 {
-			input = fmt.Sprint(b.InputBytes)
+			input = strconv.Itoa(b.InputBytes)
 		}
 		findings := b.Findings
 		if findings == "" {
@@ -130,7 +120,7 @@ func bodiesTable(r *results) *table {
 		if mutate == "" {
 			mutate = "–"
 		}
-		t.add(b.Name, fmt.Sprint(b.ReviewBytes), input, mutate, b.Validate, findings)
+		t.add(b.Name, strconv.Itoa(b.ReviewBytes), input, mutate, b.Validate, findings)
 	}
 	return t
 }
@@ -151,7 +141,7 @@ func closedTable(r *results, keep func(*closedResult) bool, withC bool) *table {
 		}
 		row := []string{x.ep.Label, x.body.Name}
 		if withC {
-			row = append(row, fmt.Sprint(x.c))
+			row = append(row, strconv.Itoa(x.c))
 		}
 		rpsRatio, p99Ratio := "–", "–"
 		if f := r.floorOf(x); f != nil && x.ep.Name != epFloor {
@@ -187,7 +177,7 @@ func openTable(r *results) *table {
 		}
 		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Rate),
 			fmt.Sprintf("%.0f", x.Achieved), msf(x.Latency.P50), msf(x.Latency.P99), p99Ratio, msf(x.Latency.Max),
-			fmt.Sprint(x.Queued), errorsCell(x.Errors, x.FirstError))
+			strconv.Itoa(x.Queued), errorsCell(x.Errors, x.FirstError))
 	}
 	return t
 }
@@ -226,7 +216,7 @@ func auditTable(a *auditResult) *table {
 	t.add("requests due between runs: count, p50, p99, max (ms)", fmt.Sprintf("%d, %s, %s, %s",
 		a.BetweenN, msf(a.Between.P50), msf(a.Between.P99), msf(a.Between.Max)))
 	t.add("p99 during ÷ p99 between", fmt.Sprintf("%.2f×", float64(a.During.P99)/float64(max(1, a.Between.P99))))
-	t.add("failed requests", fmt.Sprint(a.Errs))
+	t.add("failed requests", strconv.Itoa(a.Errs))
 	return t
 }
 

@@ -120,9 +120,7 @@ func parallel(ctx context.Context, n int, do func(ctx context.Context, i int) er
 	var first error
 	var wg sync.WaitGroup
 	for range scaleWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= n {
@@ -134,7 +132,7 @@ func parallel(ctx context.Context, n int, do func(ctx context.Context, i int) er
 				}
 				done.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if first == nil {

@@ -192,7 +192,7 @@ func opaVersion(binary string) string {
 	if err != nil {
 		return "unknown"
 	}
-	for _, line := range strings.Split(out, "\n") {
+	for line := range strings.SplitSeq(out, "\n") {
 		if v, ok := strings.CutPrefix(line, "Version: "); ok {
 			return strings.TrimSpace(v)
 		}

@@ -108,7 +108,10 @@ func run(binary, examples, stateDir string, withKueue bool) error {
 	defer func() {
 		_ = serve.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case err := <-exited:
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "kueue-guard exited:", err)
+			}
 		case <-time.After(20 * time.Second):
 			_ = serve.Process.Kill()
 		}

@@ -7,13 +7,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,35 +29,38 @@ const (
 func main() {
 	doc := flag.String("doc", docFile, "The document holding the layer table")
 	flag.Parse()
-	f, err := os.Open(*doc)
+	if err := run(*doc); err != nil {
+		fmt.Fprintln(os.Stderr, "layercheck:", err)
+		os.Exit(1)
+	}
+}
+
+func run(doc string) error {
+	f, err := os.Open(doc)
 	if err != nil {
-		fail(err)
+		return err
 	}
 	layers, err := parseLayers(f)
 	f.Close()
 	if err != nil {
-		fail(fmt.Errorf("%s: %w", *doc, err))
+		return fmt.Errorf("%s: %w", doc, err)
 	}
 	imports, err := listImports("./pkg/...", "./cmd/...")
 	if err != nil {
-		fail(err)
+		return err
 	}
 	problems := check(layers, imports)
 	for _, p := range problems {
 		fmt.Fprintln(os.Stderr, p)
 	}
 	if len(problems) > 0 {
-		fail(fmt.Errorf("%d layering problem(s): fix the import or the table in %s", len(problems), *doc))
+		return fmt.Errorf("%d layering problem(s): fix the import or the table in %s", len(problems), doc)
 	}
-	fmt.Printf("layers: %d packages follow %s\n", len(imports), *doc)
+	fmt.Printf("layers: %d packages follow %s\n", len(imports), doc)
+	return nil
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "layercheck:", err)
-	os.Exit(1)
-}
-
-var row = regexp.MustCompile("^\\|\\s*(\\d+)\\s*\\|([^|]*)\\|")
+var row = regexp.MustCompile(`^\|\s*(\d+)\s*\|([^|]*)\|`)
 var pkgName = regexp.MustCompile("`([^`]+)`")
 
 // parseLayers reads the table between the layer marks: each row's first cell
@@ -70,7 +74,7 @@ func parseLayers(r io.Reader) (map[string]int, error) {
 		switch {
 		case strings.HasPrefix(line, endMark):
 			if len(layers) == 0 {
-				return nil, fmt.Errorf("the layer table is empty")
+				return nil, errors.New("the layer table is empty")
 			}
 			return layers, nil
 		case strings.HasPrefix(line, beginMark):
@@ -117,8 +121,8 @@ func listImports(patterns ...string) (map[string][]string, error) {
 		}
 		var ours []string
 		for _, i := range p.Imports {
-			if strings.HasPrefix(i, module) {
-				ours = append(ours, strings.TrimPrefix(i, module))
+			if after, ok := strings.CutPrefix(i, module); ok {
+				ours = append(ours, after)
 			}
 		}
 		imports[strings.TrimPrefix(p.ImportPath, module)] = ours
@@ -134,7 +138,7 @@ func check(layers map[string]int, imports map[string][]string) []string {
 	for p := range imports {
 		pkgs = append(pkgs, p)
 	}
-	sort.Strings(pkgs)
+	slices.Sort(pkgs)
 	for _, p := range pkgs {
 		lp, ok := layers[p]
 		if !ok {

@@ -1,7 +1,6 @@
 package admission_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -74,7 +73,7 @@ func BenchmarkWorkload(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for b.Loop() {
-					d, err := p.Workload(context.Background(), req, v)
+					d, err := p.Workload(b.Context(), req, v)
 					if err != nil || !d.Allowed() {
 						b.Fatalf("unexpected decision: %v %+v", err, d)
 					}

@@ -3,9 +3,8 @@ package admission_test
 import (
 	"context"
 	"os"
+	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func built(cfg *config.Configuration) *guard.Pipeline {
@@ -44,10 +46,7 @@ func update(old, new *unstructured.Unstructured) *guard.Request {
 func kueueConfigMap(frameworks ...string) *corev1.ConfigMap {
 	data := "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
 	if len(frameworks) > 0 {
-		data += "integrations:\n  frameworks:\n"
-		for _, f := range frameworks {
-			data += "  - " + f + "\n"
-		}
+		data += "integrations:\n  frameworks:\n  - " + strings.Join(frameworks, "\n  - ") + "\n"
 	}
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kueue-system", Name: "kueue-manager-config"},
 		Data: map[string]string{cluster.KueueConfigKey: data}}

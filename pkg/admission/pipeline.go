@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -307,7 +308,7 @@ func runStep[S Step](ctx context.Context, s S, do stepFunc[S], req *Request, t T
 		if r := recover(); r != nil {
 			log.FromContext(ctx).Error(fmt.Errorf("panic: %v", r), "admission step panicked",
 				"step", s.Name(), "stack", string(debug.Stack()))
-			err = &StepError{Step: s.Name(), Err: fmt.Errorf("unexpected failure on this object")}
+			err = &StepError{Step: s.Name(), Err: errors.New("unexpected failure on this object")}
 		}
 	}()
 	if err := do(s, ctx, req, t, view, d); err != nil {

@@ -1,9 +1,10 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -118,7 +119,7 @@ func Rules() []Rule {
 	for _, r := range registry.rules {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b Rule) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

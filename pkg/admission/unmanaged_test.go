@@ -1,8 +1,6 @@
 package admission_test
 
 import (
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -10,6 +8,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("workloads Kueue does not manage", func() {

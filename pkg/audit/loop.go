@@ -1,11 +1,12 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -249,15 +250,8 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	}
 	l.lastBusy = pace.Busy
 	run.Listing = listing
-	sort.SliceStable(run.Workloads, func(a, b int) bool {
-		x, y := run.Workloads[a], run.Workloads[b]
-		if x.Namespace != y.Namespace {
-			return x.Namespace < y.Namespace
-		}
-		if x.Kind != y.Kind {
-			return x.Kind < y.Kind
-		}
-		return x.Name < y.Name
+	slices.SortStableFunc(run.Workloads, func(x, y *Judged) int {
+		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Name, y.Name))
 	})
 	run.JudgeTook = time.Since(run.At)
 	if *l.o.Config.Audit.Reports {

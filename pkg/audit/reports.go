@@ -1,10 +1,11 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 
 	openreports "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,7 @@ const (
 var ErrNoReportsAPI = errors.New("the cluster does not serve openreports.io/v1alpha1 Reports (install the OpenReports CRDs, or set audit.reports: false)")
 
 // AddToScheme adds the Report types.
-func AddToScheme(s *runtime.Scheme) error { return openreports.AddToScheme(s) }
+func AddToScheme(s *runtime.Scheme) error { return openreports.Install(s) }
 
 // reportsFor builds one Report per namespace with audited workloads: a result
 // per finding (fail for a denial, warn for a warning or a dryrun finding), a
@@ -101,7 +102,7 @@ func (l *Loop) reportsFor(run *Run) map[string]*openreports.Report {
 	for _, r := range out {
 		// Failures first, then errors, warnings and passes, each in workload order.
 		rank := map[openreports.Result]int{ResultFail: 0, ResultError: 1, ResultWarn: 2, ResultPass: 3}
-		sort.SliceStable(r.Results, func(a, b int) bool { return rank[r.Results[a].Result] < rank[r.Results[b].Result] })
+		slices.SortStableFunc(r.Results, func(a, b openreports.ReportResult) int { return cmp.Compare(rank[a.Result], rank[b.Result]) })
 		if max > 0 && len(r.Results) > max {
 			r.Results = r.Results[:max]
 			r.Configuration = &openreports.ReportConfiguration{Limits: openreports.Limits{MaxResults: max}}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,7 +112,7 @@ func (c *Chart) Render(values map[string]any) ([]*unstructured.Unstructured, err
 		}
 		names = append(names, name)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	var objs []*unstructured.Unstructured
 	for _, name := range names {
 		docs := releaseutil.SplitManifests(files[name])
@@ -119,7 +120,7 @@ func (c *Chart) Render(values map[string]any) ([]*unstructured.Unstructured, err
 		for k := range docs {
 			keys = append(keys, k)
 		}
-		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys)) //nolint:revive,forbidigo // helm's order of split manifests is a sort.Interface
 		for _, k := range keys {
 			doc := docs[k]
 			if strings.TrimSpace(doc) == "" {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -177,11 +178,11 @@ func readRules(byGroup map[string][]string) []rbacv1.PolicyRule {
 	for g := range byGroup {
 		groups = append(groups, g)
 	}
-	sort.Strings(groups)
+	slices.Sort(groups)
 	rules := []rbacv1.PolicyRule{}
 	for _, g := range groups {
 		res := byGroup[g]
-		sort.Strings(res)
+		slices.Sort(res)
 		res = compact(res)
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{g}, Resources: res,
 			Verbs: []string{"get", "list", "watch"}})
@@ -293,9 +294,7 @@ func Generated(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for rel, b := range crds {
-		out[rel] = b
-	}
+	maps.Copy(out, crds)
 	return out, nil
 }
 
@@ -385,7 +384,7 @@ func Drift(root string) ([]string, error) {
 	for _, rel := range u.stale {
 		drift = append(drift, rel+" (no longer generated)")
 	}
-	sort.Strings(drift)
+	slices.Sort(drift)
 	return drift, nil
 }
 
@@ -448,6 +447,6 @@ func Write(root string) ([]string, error) {
 			}
 		}
 	}
-	sort.Strings(changed)
+	slices.Sort(changed)
 	return changed, nil
 }

@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"regexp"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // readmeRow is a row of the README's values table: | `key` | `default` | description |

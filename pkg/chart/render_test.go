@@ -3,18 +3,16 @@ package chart_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -34,6 +32,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // Value sets the chart is checked with, as users would write them.
@@ -239,7 +240,7 @@ var _ = Describe("default values", func() {
 		Expect(m.Name).To(Equal(webhookconfig.MutatingName))
 		Expect(v.Name).To(Equal(webhookconfig.ValidatingName))
 		names := []string{kueueMutating, m.Name}
-		sort.Strings(names) // the API server's order
+		slices.Sort(names) // the API server's order
 		Expect(names[0]).To(Equal(m.Name))
 	})
 
@@ -916,9 +917,7 @@ func policyTree(cm *corev1.ConfigMap, vols []corev1.Volume) map[string]string {
 	Expect(vol.Name).To(Equal(cm.Name))
 	tree := map[string]string{}
 	if len(vol.Items) == 0 {
-		for k, v := range cm.Data {
-			tree[k] = v
-		}
+		maps.Copy(tree, cm.Data)
 		return tree
 	}
 	Expect(vol.Items).To(HaveLen(len(cm.Data)), "every key is projected")

@@ -1,9 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,7 @@ func Capacities(ctx context.Context, flavors []kueue.ResourceFlavor, cohorts []k
 	}
 	for i := range cohorts {
 		if err := c.AddOrUpdateCohort(&cohorts[i]); err != nil {
-			return nil, fmt.Errorf("Cohort %s: %w", cohorts[i].Name, err)
+			return nil, fmt.Errorf("cohort %s: %w", cohorts[i].Name, err)
 		}
 	}
 	for i := range cqs {
@@ -88,11 +89,8 @@ func Capacities(ctx context.Context, flavors []kueue.ResourceFlavor, cohorts []k
 				}
 			}
 		}
-		sort.Slice(caps, func(a, b int) bool {
-			if caps[a].Flavor != caps[b].Flavor {
-				return caps[a].Flavor < caps[b].Flavor
-			}
-			return caps[a].Resource < caps[b].Resource
+		slices.SortFunc(caps, func(a, b Capacity) int {
+			return cmp.Or(cmp.Compare(a.Flavor, b.Flavor), cmp.Compare(a.Resource, b.Resource))
 		})
 		out[cqs[i].Name] = caps
 	}

@@ -7,6 +7,7 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
 	// Registers Kueue's gates with the process's feature gate.
 	_ "sigs.k8s.io/kueue/pkg/features"
 )
@@ -53,7 +54,7 @@ func (k *KueueFeatureGates) Apply(gates map[string]bool) error {
 	}
 	k.set = maps.Clone(gates)
 	if len(errs) > 0 {
-		return fmt.Errorf("Kueue's featureGates: %v", errs)
+		return fmt.Errorf("following the featureGates of Kueue's Configuration: %v", errs)
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 package cluster
 
 import (
+	"sigs.k8s.io/kueue/pkg/features"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/kueue/pkg/features"
 )
 
 var _ = Describe("KueueFeatureGates", func() {

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,9 +101,7 @@ func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
 func (cfg *KueueConfig) ManagesNamespace(namespace string, view View) bool {
 	set := labels.Set{corev1.LabelMetadataName: namespace}
 	if ns, ok := view.Namespace(namespace); ok {
-		for k, v := range ns.Labels {
-			set[k] = v
-		}
+		maps.Copy(set, ns.Labels)
 	}
 	return cfg.ManagedJobsNamespaceSelector.Matches(set)
 }
@@ -145,7 +145,7 @@ func kueueConfigMap(cms []*corev1.ConfigMap) *corev1.ConfigMap {
 	if len(found) == 0 {
 		return nil
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].Name < found[j].Name })
+	slices.SortFunc(found, func(a, b *corev1.ConfigMap) int { return cmp.Compare(a.Name, b.Name) })
 	return found[0]
 }
 
@@ -161,15 +161,9 @@ func controllersIn(objs []*unstructured.Unstructured) []ControllerRef {
 			versions[o] = m.Version
 		}
 	}
-	sort.Slice(found, func(i, j int) bool {
-		ti, tj := found[i].GetCreationTimestamp(), found[j].GetCreationTimestamp()
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		if found[i].GetNamespace() != found[j].GetNamespace() {
-			return found[i].GetNamespace() < found[j].GetNamespace()
-		}
-		return found[i].GetName() < found[j].GetName()
+	slices.SortFunc(found, func(a, b *unstructured.Unstructured) int {
+		return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time),
+			cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
 	out := make([]ControllerRef, len(found))
 	for i, o := range found {

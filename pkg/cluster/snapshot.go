@@ -1,9 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -155,7 +156,7 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 			out = append(out, *lr)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortFunc(out, func(a, b corev1.LimitRange) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

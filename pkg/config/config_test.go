@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 const header = "apiVersion: config.kueue-guard.io/v1alpha1\nkind: Configuration\n"
@@ -64,7 +64,7 @@ func defaulted() *config.Configuration {
 		}},
 		Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorDeny},
 		Trust:    config.Trust{Controllers: config.DefaultTrustedControllers("kueue-system")},
-		Audit: config.Audit{Interval: &metav1.Duration{Duration: config.DefaultAuditInterval}, Reports: ptr.To(true),
+		Audit: config.Audit{Interval: &metav1.Duration{Duration: config.DefaultAuditInterval}, Reports: new(true),
 			MaxObjects: config.DefaultAuditMaxObjects, MaxResultsPerReport: config.DefaultAuditMaxResultsPerReport},
 	}
 }
@@ -174,7 +174,7 @@ var _ = Describe("Decode", func() {
 			Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorAllow},
 			Trust: config.Trust{Controllers: []string{"system:kube-controller-manager", "system:serviceaccount:operators:*",
 				"group:system:controllers"}},
-			Audit: config.Audit{Interval: &metav1.Duration{Duration: 5 * time.Minute}, Reports: ptr.To(false),
+			Audit: config.Audit{Interval: &metav1.Duration{Duration: 5 * time.Minute}, Reports: new(false),
 				MaxObjects: 500, MaxResultsPerReport: config.DefaultAuditMaxResultsPerReport},
 		}))
 	})

@@ -2,7 +2,6 @@ package handlers_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -63,7 +62,7 @@ func FuzzHandle(f *testing.F) {
 			Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: obj},
 		}
 		for _, h := range paths {
-			resp := h.Handle(context.Background(), admission.Request{AdmissionRequest: ar})
+			resp := h.Handle(t.Context(), admission.Request{AdmissionRequest: ar})
 			if !resp.Allowed && (resp.Result == nil || resp.Result.Message == "") {
 				t.Fatalf("a refusal without a message: %+v", resp.AdmissionResponse)
 			}

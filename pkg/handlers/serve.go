@@ -121,7 +121,11 @@ func (s *reviewServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := logr.NewContext(r.Context(), s.logger)
 	resp := s.handle(ctx, req)
-	resp.Complete(req)
+	if err := resp.Complete(req); err != nil {
+		// The patch did not marshal: refuse rather than admit unmutated.
+		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: encoding the patch: %w", err))
+		_ = resp.Complete(req)
+	}
 	writeReview(w, resp.AdmissionResponse)
 }
 

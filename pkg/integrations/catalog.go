@@ -8,7 +8,6 @@ package integrations
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -267,7 +266,7 @@ func Frameworks() []string {
 	for f := range seen {
 		out = append(out, f)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

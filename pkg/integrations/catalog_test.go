@@ -1,13 +1,15 @@
 package integrations_test
 
 import (
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/kueue/pkg/controller/jobframework"
-	_ "sigs.k8s.io/kueue/pkg/controller/jobs" // registers every Kueue integration
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs" // registers every Kueue integration
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("the integration catalog", func() {

@@ -4,9 +4,10 @@ import (
 	"os"
 	"path/filepath"
 
-	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	. "github.com/onsi/gomega"
 )
 
 // Real-world images and names used across the tests.

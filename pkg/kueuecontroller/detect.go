@@ -2,6 +2,7 @@ package kueuecontroller
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -283,13 +284,7 @@ func appendReasons(dst, reasons []string) []string {
 		if len(dst) >= maxReasons {
 			return dst
 		}
-		dup := false
-		for _, have := range dst {
-			if have == r {
-				dup = true
-				break
-			}
-		}
+		dup := slices.Contains(dst, r)
 		if !dup {
 			dst = append(dst, r)
 		}

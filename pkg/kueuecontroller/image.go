@@ -1,6 +1,9 @@
 package kueuecontroller
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 const (
 	// managerImageName is the last path element of the image AKS's managed Kueue and
@@ -67,10 +70,8 @@ func repositoryPath(image string) []string {
 	if len(elems) > 1 && (strings.ContainsAny(elems[0], ".:") || elems[0] == "localhost") {
 		elems = elems[1:]
 	}
-	for _, e := range elems {
-		if e == "" {
-			return nil
-		}
+	if slices.Contains(elems, "") {
+		return nil
 	}
 	return elems
 }

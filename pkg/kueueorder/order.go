@@ -8,9 +8,10 @@
 package kueueorder
 
 import (
+	"cmp"
 	"net/url"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -83,7 +84,7 @@ func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfigu
 			out = append(out, Problem{Configuration: c.Name, Webhooks: hooks})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Configuration < out[j].Configuration })
+	slices.SortFunc(out, func(a, b Problem) int { return cmp.Compare(a.Configuration, b.Configuration) })
 	return out
 }
 

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func TestKueueOrder(t *testing.T) {
@@ -26,7 +27,7 @@ func config(name string, reinvocation *admissionregistrationv1.ReinvocationPolic
 	c := admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, p := range paths {
 		c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{Name: "m" + p[1:] + ".kb.io", ReinvocationPolicy: reinvocation,
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: ptr.To(p)}}})
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: new(p)}}})
 	}
 	return c
 }
@@ -66,7 +67,7 @@ var _ = Describe("the mutating webhook order", func() {
 		data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "components", "webhook", "manifests.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		var kueuePaths []string
-		for _, doc := range strings.Split(string(data), "\n---\n") {
+		for doc := range strings.SplitSeq(string(data), "\n---\n") {
 			var c admissionregistrationv1.MutatingWebhookConfiguration
 			Expect(yaml.Unmarshal([]byte(doc), &c)).To(Succeed())
 			if c.Kind != "MutatingWebhookConfiguration" {
@@ -89,10 +90,10 @@ var _ = Describe("the mutating webhook order", func() {
 var _ = Describe("WebhookPath", func() {
 	It("reads a Service's path or a URL's, cleaned as a mux serves it", func() {
 		svc := func(p string) admissionregistrationv1.WebhookClientConfig {
-			return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: ptr.To(p)}}
+			return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: new(p)}}
 		}
 		byURL := func(u string) admissionregistrationv1.WebhookClientConfig {
-			return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(u)}
+			return admissionregistrationv1.WebhookClientConfig{URL: new(u)}
 		}
 		Expect(kueueorder.WebhookPath(svc("/mutate-workloads"))).To(Equal("/mutate-workloads"))
 		Expect(kueueorder.WebhookPath(byURL("https://10.0.0.1:9443//mutate-batch-v1-job"))).To(Equal("/mutate-batch-v1-job"))

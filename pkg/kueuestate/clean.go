@@ -6,6 +6,7 @@ package kueuestate
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -85,9 +86,7 @@ func nestedMeta(obj *unstructured.Unstructured) map[string]any {
 
 func copyMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	return out
 }
 
@@ -104,7 +103,7 @@ func appliedFields(entries []metav1.ManagedFieldsEntry) map[string]any {
 			continue
 		}
 		var tree map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &tree); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &tree); err != nil {
 			continue
 		}
 		if e.Operation != metav1.ManagedFieldsOperationApply {

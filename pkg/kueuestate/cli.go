@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -42,7 +43,12 @@ func (c *CLI) AddFlags(fs *pflag.FlagSet) {
 		c.Kube = review.NewKubeFlags()
 	}
 	c.Kube.AddFlags(fs)
-	fs.StringVar(&c.ConfigFile, "config", "", "kueue-guard configuration file: its installProfile (oss exports Kueue's Configuration ConfigMap too) and kueueNamespace (default: the built-in defaults, managed)")
+	fs.StringVar(
+		&c.ConfigFile,
+		"config",
+		"",
+		"kueue-guard configuration file: its installProfile (oss exports Kueue's Configuration ConfigMap too) and kueueNamespace (default: the built-in defaults, managed)",
+	)
 }
 
 func (c *CLI) connect(what string) (*Client, *config.Configuration, error) {
@@ -112,14 +118,11 @@ func countKinds(objs []*unstructured.Unstructured) string {
 	if len(order) == 0 {
 		return "no objects"
 	}
-	s := ""
+	parts := make([]string, len(order))
 	for i, k := range order {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%d %s", n[k], k)
+		parts[i] = fmt.Sprintf("%d %s", n[k], k)
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // Diff compares c.Dir with the cluster and prints what the cluster lacks or

@@ -1,6 +1,7 @@
 package kueuestate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -198,11 +198,8 @@ func (c *Client) Export(ctx context.Context, kueueNamespace string) ([]*unstruct
 			return nil, fmt.Errorf("listing %s: %w", k.Resource, err)
 		}
 		items := list.Items
-		sort.Slice(items, func(i, j int) bool {
-			if items[i].GetNamespace() != items[j].GetNamespace() {
-				return items[i].GetNamespace() < items[j].GetNamespace()
-			}
-			return items[i].GetName() < items[j].GetName()
+		slices.SortFunc(items, func(a, b unstructured.Unstructured) int {
+			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 		})
 		for i := range items {
 			out = append(out, c.clean(&items[i]))
@@ -234,7 +231,7 @@ func Write(objs []*unstructured.Unstructured, dir string, w io.Writer) ([]string
 		}
 		byFile[f] = append(byFile[f], o)
 	}
-	sort.Strings(files)
+	slices.Sort(files)
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -303,7 +300,9 @@ func Read(dir string) ([]*unstructured.Unstructured, error) {
 		}
 		f.Close()
 	}
-	sort.SliceStable(out, func(i, j int) bool { return kindRank(out[i].GetKind()) < kindRank(out[j].GetKind()) })
+	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(kindRank(a.GetKind()), kindRank(b.GetKind()))
+	})
 	return out, nil
 }
 
@@ -428,7 +427,7 @@ func diffFields(path string, want, live any) []string {
 		for k := range keys {
 			sorted = append(sorted, k)
 		}
-		sort.Strings(sorted)
+		slices.Sort(sorted)
 		var out []string
 		for _, k := range sorted {
 			p := k

@@ -1,19 +1,19 @@
 package policies_test
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
-	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/gomega"
 )
 
 // benchValidate measures the policy step as the validating path runs it: input
@@ -21,7 +21,7 @@ import (
 func benchValidate(b *testing.B, e *policies.Engine, req *admission.Request, view cluster.View) {
 	b.Helper()
 	p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{policies.NewStep(e)}})
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := p.Validate(ctx, req, view); err != nil {
 		b.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package policies
 import (
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -95,15 +94,6 @@ func Capabilities(optIn ...string) (*ast.Capabilities, error) {
 	return c, nil
 }
 
-// defaultCapabilities are Capabilities without opt-ins.
-func defaultCapabilities() *ast.Capabilities {
-	c, err := Capabilities()
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
-
 // AllowedBuiltins lists the built-ins policies may call, sorted.
 func AllowedBuiltins() []string { return sorted(allowedBuiltins) }
 
@@ -112,6 +102,6 @@ func OptInBuiltins() []string { return sorted(optInBuiltins) }
 
 func sorted(in []string) []string {
 	out := slices.Clone(in)
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

@@ -3,10 +3,10 @@ package policies_test
 import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
 var _ = Describe("Capabilities", func() {

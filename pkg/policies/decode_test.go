@@ -1,10 +1,10 @@
 package policies_test
 
 import (
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
 var _ = Describe("Decoding policy results", func() {

@@ -207,8 +207,7 @@ func (e *Engine) refuse(err error) error {
 	e.metrics.LoadErrors.Inc()
 	e.lastErr.Store(&err)
 	serving, _ := e.Version()
-	var le *LoadError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*LoadError](err); ok {
 		for _, p := range le.Problems {
 			e.opts.Logger.Error(errors.New(p.Message), "policy set refused; the previous set keeps serving",
 				"dir", le.Dir, "file", p.File, "line", p.Line, "servingVersion", serving)

@@ -97,11 +97,11 @@ func problems(dir string, err error) []Problem {
 // exists in OPA, and kueue-guard does not offer it on purpose.
 func explain(msg string) string {
 	const undefined = "undefined function "
-	i := strings.Index(msg, undefined)
-	if i < 0 {
+	_, after, ok := strings.Cut(msg, undefined)
+	if !ok {
 		return msg
 	}
-	name := msg[i+len(undefined):]
+	name := after
 	if j := strings.IndexAny(name, " \n:"); j >= 0 {
 		name = name[:j]
 	}

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"path/filepath"
 
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
 var _ = Describe("A refused policy set", func() {

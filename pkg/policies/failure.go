@@ -64,8 +64,7 @@ func (e *Engine) contextFailure(ctx context.Context, start time.Time, waiting bo
 // evalReason is an evaluation error in one line: OPA's code and message, and the
 // policy file and line, without OPA's stack.
 func evalReason(err error) string {
-	var te *topdown.Error
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*topdown.Error](err); ok {
 		msg := te.Code + ": " + te.Message
 		if te.Location != nil {
 			msg += fmt.Sprintf(" (%s:%d)", filepath.Base(te.Location.File), te.Location.Row)

@@ -2,7 +2,6 @@ package policies_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -58,7 +57,12 @@ func FuzzBuildInput(f *testing.F) {
 			f.Add(raw, raw, uint8(i), uint8(i%2))
 		}
 	}
-	f.Add([]byte(`{"metadata":{"labels":{"kueue.x-k8s.io/queue-name":"q"}},"spec":{"parallelism":-5,"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"1e12"}}}]}}}}`), []byte(`{}`), uint8(0), uint8(1))
+	f.Add(
+		[]byte(`{"metadata":{"labels":{"kueue.x-k8s.io/queue-name":"q"}},"spec":{"parallelism":-5,"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"1e12"}}}]}}}}`),
+		[]byte(`{}`),
+		uint8(0),
+		uint8(1),
+	)
 
 	rt := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(fuzzRuntime), &rt.Object); err != nil {
@@ -85,7 +89,7 @@ func FuzzBuildInput(f *testing.F) {
 		if req.Operation == admissionv1.Update {
 			req.OldObject = fuzzObject(old, in)
 		}
-		v, err := policies.BuildInput(context.Background(), req, admission.Target{}, view)
+		v, err := policies.BuildInput(t.Context(), req, admission.Target{}, view)
 		if err != nil {
 			return // a refusal is fine: the step turns it into a clear error
 		}

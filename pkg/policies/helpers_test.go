@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -22,6 +21,8 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+
+	. "github.com/onsi/gomega"
 )
 
 // shippedDir is the repository's policy directory.

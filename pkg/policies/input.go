@@ -3,6 +3,7 @@ package policies
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -89,7 +90,7 @@ type requestFacts struct {
 
 func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.View) (*requestFacts, error) {
 	if req.Object == nil {
-		return nil, fmt.Errorf("the request has no object")
+		return nil, errors.New("the request has no object")
 	}
 	opts := cluster.SummaryOptions(view)
 	sum, err := workload.SummarizeWith(ctx, req.Object, opts)
@@ -115,7 +116,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	// server always sends it, and an object without it is refused here rather
 	// than judged by policies that read it as undefined.
 	if _, ok := req.Object.Object["metadata"].(map[string]any); !ok {
-		return nil, fmt.Errorf("object: metadata is missing or not an object")
+		return nil, errors.New("object: metadata is missing or not an object")
 	}
 	object, err := objectValue(req.Object)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -20,6 +18,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // inputJSON builds the input and converts it back to plain Go values, the way a
@@ -184,7 +185,15 @@ var _ = Describe("BuildInput", func() {
 			"quotas": []any{
 				map[string]any{"flavor": "a100", "resource": gpu, "nominal": 4.0, "borrowingLimit": 4.0, "lendingLimit": nil, "used": 2.0, "reserved": 3.0},
 				map[string]any{"flavor": "a100", "resource": "cpu", "nominal": 64.0, "borrowingLimit": nil, "lendingLimit": 8.0, "used": 0.0, "reserved": 0.0},
-				map[string]any{"flavor": "a100", "resource": "memory", "nominal": 256.0 * 1024 * 1024 * 1024, "borrowingLimit": nil, "lendingLimit": nil, "used": 1024.0 * 1024 * 1024, "reserved": 0.0},
+				map[string]any{
+					"flavor":         "a100",
+					"resource":       "memory",
+					"nominal":        256.0 * 1024 * 1024 * 1024,
+					"borrowingLimit": nil,
+					"lendingLimit":   nil,
+					"used":           1024.0 * 1024 * 1024,
+					"reserved":       0.0,
+				},
 				map[string]any{"flavor": "spot", "resource": gpu, "nominal": 0.0, "borrowingLimit": 8.0, "lendingLimit": nil, "used": 0.0, "reserved": 0.0},
 			},
 			// Summed over flavors: free is capacity minus the larger of used

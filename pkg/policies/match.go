@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -192,9 +193,7 @@ func (m *Match) hasDynamic() bool {
 // cached.
 func namespaceLabels(s *Subject) labels.Set {
 	out := make(labels.Set, len(s.NamespaceLabels)+1)
-	for k, v := range s.NamespaceLabels {
-		out[k] = v
-	}
+	maps.Copy(out, s.NamespaceLabels)
 	out[corev1.LabelMetadataName] = s.Namespace
 	return out
 }

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // matchPolicy is a policy that always denies, with the given custom.match YAML
@@ -20,7 +21,7 @@ func matchPolicy(pkg, match string) string {
 	fmt.Fprintf(&b, "# METADATA\n# title: %s\n# custom:\n#   enforcement: deny\n", pkg)
 	if match != "" {
 		b.WriteString("#   match:\n")
-		for _, line := range strings.Split(strings.TrimSpace(match), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSpace(match), "\n") {
 			b.WriteString("#     " + line + "\n")
 		}
 	}

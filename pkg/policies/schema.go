@@ -2,12 +2,13 @@ package policies
 
 import (
 	"bytes"
-	_ "embed" // the input schema
 	"fmt"
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
+
+	_ "embed" // the input schema
 )
 
 // inputSchemaJSON is the JSON Schema (draft-07) of input, as BuildInput builds

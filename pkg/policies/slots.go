@@ -46,10 +46,7 @@ func (s *slots) share(key string) int {
 }
 
 func newSlots(size int) *slots {
-	per := size - 1
-	if per < 1 {
-		per = 1
-	}
+	per := max(size-1, 1)
 	return &slots{size: size, perKey: per, held: map[string]int{}, waiting: map[string][]*slotWaiter{}}
 }
 
@@ -127,7 +124,7 @@ func (s *slots) dispatch() {
 // grantNext grants a slot to the first eligible waiter from next, of
 // admission (background false) or of background work.
 func (s *slots) grantNext(background bool) bool {
-	for i := 0; i < len(s.ring); i++ {
+	for i := range len(s.ring) {
 		at := (s.next + i) % len(s.ring)
 		key := s.ring[at]
 		if (key == backgroundKey) != background || s.held[key] >= s.share(key) {

@@ -3,8 +3,8 @@ package policies
 import (
 	"context"
 	"fmt"
-	"github.com/open-policy-agent/opa/v1/ast"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,8 +166,7 @@ func collectResults(ch chan *tester.Result, dir string) []*tester.Result {
 		for _, e := range r.Trace {
 			e.Location = underDir(dir, e.Location)
 		}
-		var te *topdown.Error
-		if errors.As(r.Error, &te) {
+		if te, ok := errors.AsType[*topdown.Error](r.Error); ok {
 			te.Location = underDir(dir, te.Location)
 		}
 		results = append(results, r)
@@ -295,7 +295,7 @@ func lineRanges(ranges []cover.Range) string {
 			j++
 		}
 		if j == i {
-			parts = append(parts, fmt.Sprint(rows[i]))
+			parts = append(parts, strconv.Itoa(rows[i]))
 		} else {
 			parts = append(parts, fmt.Sprintf("%d-%d", rows[i], rows[j]))
 		}

@@ -3,7 +3,7 @@ package preflight
 import (
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -292,7 +292,7 @@ func sortedGates(g map[string]bool) []string {
 	for k := range g {
 		out = append(out, k)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,6 +15,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 	pf "github.com/kueue-guard/kueue-guard/pkg/preflight"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // clean is a cluster with nothing in the way of either target: a recent
@@ -40,7 +41,7 @@ func mutating(name, path string, reinvoke *admissionregistrationv1.ReinvocationP
 	return admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "w." + name, ReinvocationPolicy: reinvoke,
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-				Namespace: "ns", Name: "svc", Path: ptr.To(path)}}}}}
+				Namespace: "ns", Name: "svc", Path: new(path)}}}}}
 }
 
 func check(r *pf.Report, id string) pf.Check {

@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	pf "github.com/kueue-guard/kueue-guard/pkg/preflight"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("the preflight command", func() {

@@ -1,10 +1,11 @@
 package preflight
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -324,7 +325,7 @@ func (g *gatherer) managers(ctx context.Context) ([]Manager, error) {
 	for _, m := range found {
 		out = append(out, *m)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Identity.String() < out[j].Identity.String() })
+	slices.SortFunc(out, func(a, b Manager) int { return cmp.Compare(a.Identity.String(), b.Identity.String()) })
 	return out, nil
 }
 
@@ -386,7 +387,7 @@ func featureGatesArg(args []string) string {
 // ParseFeatureGates reads "A=true,B=false" as Kueue's --feature-gates does.
 func ParseFeatureGates(s string) (map[string]bool, error) {
 	gates := map[string]bool{}
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
@@ -441,16 +442,12 @@ func parseKueueConfig(kc *KueueConfiguration, data, namespace, gatesArg string) 
 	}
 	kc.ManageJobsWithoutQueueName = cfg.ManageJobsWithoutQueueName
 	kc.FeatureGates = map[string]bool{}
-	for k, v := range cfg.FeatureGates {
-		kc.FeatureGates[k] = v
-	}
+	maps.Copy(kc.FeatureGates, cfg.FeatureGates)
 	args, err := ParseFeatureGates(gatesArg)
 	if err != nil {
 		return fmt.Errorf("the manager's --feature-gates: %w", err)
 	}
-	for k, v := range args {
-		kc.FeatureGates[k] = v
-	}
+	maps.Copy(kc.FeatureGates, args)
 	return nil
 }
 
@@ -552,6 +549,6 @@ func (g *gatherer) guards(ctx context.Context, file string) ([]GuardConfig, erro
 		gc.Config, gc.Err = config.Decode([]byte(data))
 		out = append(out, gc)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Source < out[j].Source })
+	slices.SortFunc(out, func(a, b GuardConfig) int { return cmp.Compare(a.Source, b.Source) })
 	return out, nil
 }

@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"github.com/onsi/ginkgo/v2"
+
 	. "github.com/onsi/gomega"
 )
 

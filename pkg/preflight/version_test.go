@@ -1,11 +1,11 @@
 package preflight_test
 
 import (
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 	pf "github.com/kueue-guard/kueue-guard/pkg/preflight"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("kueue-version", func() {

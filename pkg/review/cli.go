@@ -14,7 +14,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -72,7 +71,7 @@ type CLI struct {
 // are the reviewed objects' requesting user), and no credentials or server on
 // the command line: they belong in the kubeconfig.
 func NewKubeFlags() *genericclioptions.ConfigFlags {
-	return &genericclioptions.ConfigFlags{KubeConfig: ptr.To(""), Context: ptr.To(""), ClusterName: ptr.To(""), AuthInfoName: ptr.To("")}
+	return &genericclioptions.ConfigFlags{KubeConfig: new(""), Context: new(""), ClusterName: new(""), AuthInfoName: new("")}
 }
 
 // kubeFlagNames are NewKubeFlags' flags, each with its value.

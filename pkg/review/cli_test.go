@@ -9,14 +9,15 @@ import (
 	"regexp"
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // cli parses a command line like cobra would and runs it.
@@ -70,11 +71,11 @@ var _ = Describe("the review command line", func() {
 
 	It("exits 1 for warnings with --fail-on-warn, naming the objects", func() {
 		// The shipped policies warn about a queued Job without a max-exec-time label.
-		code, out, errOut := cli(queuedJob, "-f", "-", "--policies", shippedPolicies)
+		code, out, _ := cli(queuedJob, "-f", "-", "--policies", shippedPolicies)
 		Expect(code).To(Equal(review.ExitAllowed))
 		Expect(out).To(ContainSubstring("warn      [kueue_guard.max_exec_time_required]"))
 
-		code, out, errOut = cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "--fail-on-warn")
+		code, out, errOut := cli(queuedJob, "-f", "-", "--policies", shippedPolicies, "--fail-on-warn")
 		Expect(code).To(Equal(review.ExitDenied))
 		Expect(out).To(ContainSubstring("Result: warnings (exit 1, --fail-on-warn): Job team/job."))
 		Expect(errOut).To(BeEmpty())

@@ -87,12 +87,10 @@ func parseJSONDocument(name string, d document) ([]*Manifest, []*InputError) {
 }
 
 func jsonErrorOffset(err error, fallback int64) int64 {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return se.Offset
 	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return te.Offset
 	}
 	return fallback

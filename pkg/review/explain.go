@@ -3,7 +3,7 @@ package review
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -423,7 +423,7 @@ func sortedResourceNames(m map[corev1.ResourceName]resource.Quantity) []corev1.R
 	for k := range m {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }
 

@@ -1,10 +1,10 @@
 package review_test
 
 import (
+	"github.com/kueue-guard/kueue-guard/pkg/review"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
 // explainState has one ClusterQueue per situation, each behind a LocalQueue of
@@ -130,7 +130,7 @@ var _ = Describe("explaining where a workload lands", func() {
 		Expect(p.LocalQueue.Name).To(Equal("two-flavors"))
 		Expect(p.LocalQueue.Source).To(Equal(review.KnownManifest))
 		Expect(p.ClusterQueue.NamedState).To(Equal(review.NamedState{Name: "two-flavors", State: review.KnownCluster}))
-		Expect(*p.PriorityClass).To(Equal(review.PriorityPlace{NamedState: review.NamedState{Name: "high", State: review.KnownCluster}, Value: ptr(int32(1000))}))
+		Expect(*p.PriorityClass).To(Equal(review.PriorityPlace{NamedState: review.NamedState{Name: "high", State: review.KnownCluster}, Value: new(int32(1000))}))
 		Expect(p.TotalRequests).To(Equal(map[string]string{"cpu": "3", "memory": "3Gi", "pods": "3"}))
 		Expect(p.Verdict).To(Equal(review.VerdictFits))
 		Expect(p.Flavors).To(HaveLen(2))
@@ -177,7 +177,7 @@ var _ = Describe("explaining where a workload lands", func() {
 	})
 })
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
 
 var _ = Describe("explaining a workload Kueue does not manage", func() {
 	It("says so for a Pod outside Kueue's managedJobsNamespaceSelector", func() {

@@ -29,7 +29,6 @@ func listItems(name string, index, line int, list *unstructured.Unstructured, ro
 	var out []*Manifest
 	var errs []*InputError
 	for i, it := range items {
-		i := i
 		src := Source{File: name, Document: index, Line: line, Item: &i}
 		var node *yaml.Node
 		if i < len(itemNodes) {

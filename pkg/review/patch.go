@@ -1,8 +1,9 @@
 package review
 
 import (
+	"cmp"
 	"encoding/json"
-	"sort"
+	"slices"
 	"strings"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
@@ -22,7 +23,7 @@ func sortedPatch(patch []jsonpatch.Operation) []jsonpatch.Operation {
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	slices.SortStableFunc(out, func(a, b jsonpatch.Operation) int { return cmp.Compare(a.Path, b.Path) })
 	return out
 }
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -237,7 +237,7 @@ func (t *textWriter) object(o *Object, ro RenderOptions) {
 		y, err := yaml.Marshal(o.Mutated)
 		if err == nil {
 			t.line("mutated", ansiCyan, "")
-			for _, l := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+			for l := range strings.SplitSeq(strings.TrimRight(string(y), "\n"), "\n") {
 				t.printf("      %s\n", l)
 			}
 		}
@@ -372,7 +372,7 @@ func objectList(rep *Report, f func(*Object) bool) string {
 			names = append(names, o.Ref())
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	const most = 5
 	if len(names) > most {
 		return strings.Join(names[:most], ", ") + fmt.Sprintf(" and %d more", len(names)-most)

@@ -1,8 +1,8 @@
 package review
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 
 	"gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -319,6 +319,6 @@ func (rep *Report) errorsOf(file string) []*InputError {
 			out = append(out, e)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Document < out[j].Document })
+	slices.SortStableFunc(out, func(a, b *InputError) int { return cmp.Compare(a.Document, b.Document) })
 	return out
 }

@@ -13,10 +13,10 @@
 package review
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 
 	"gomodules.xyz/jsonpatch/v2"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -212,7 +212,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 		o.Status, o.Reason = StatusError, err.Error()
 		return
 	}
-	if controller && !(req.Namespace != "" && req.Namespace == r.opts.OwnNamespace) &&
+	if controller && (req.Namespace == "" || req.Namespace != r.opts.OwnNamespace) &&
 		(admission.IsWebhookConfiguration(gk) || kueuecontroller.MayRunKueue(final)) {
 		o.Checks = append(o.Checks, CheckControllers)
 	}
@@ -356,6 +356,6 @@ func filesOf(ms []*Manifest, errs []*InputError) []string {
 		note(e.File, e.fileSeq)
 	}
 	out := sortedKeys(seq)
-	sort.SliceStable(out, func(i, j int) bool { return seq[out[i]] < seq[out[j]] })
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(seq[a], seq[b]) })
 	return out
 }

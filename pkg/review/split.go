@@ -71,7 +71,7 @@ func splitDocuments(data []byte) []document {
 
 // isBlankDocument reports a document holding only comments and whitespace.
 func isBlankDocument(text []byte) bool {
-	for _, l := range strings.Split(string(text), "\n") {
+	for l := range strings.SplitSeq(string(text), "\n") {
 		t := strings.TrimSpace(l)
 		if t != "" && !strings.HasPrefix(t, "#") {
 			return false

@@ -77,8 +77,7 @@ func expand(paths []string) ([]string, []*InputError) {
 }
 
 func describeFSError(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		err = pe.Err
 	}
 	switch {

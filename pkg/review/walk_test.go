@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kueue-guard/kueue-guard/pkg/review"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
 var _ = Describe("reading paths", func() {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -17,6 +15,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/chart"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/pkg/rulesdoc"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func TestRulesDoc(t *testing.T) {

@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,7 +80,7 @@ func (k *kueueInfo) update() {
 	for _, m := range managers {
 		s := kueuecontroller.Assess(m.Version)
 		k.gauge.WithLabelValues(m.Namespace, m.Name, m.Version, kueuecontroller.TestedVersion,
-			fmt.Sprint(s.Tested), gates).Set(1)
+			strconv.FormatBool(s.Tested), gates).Set(1)
 		seen = append(seen, m.String()+"@"+m.Version)
 	}
 	if key := strings.Join(seen, ",") + "|" + gates; key != k.last {

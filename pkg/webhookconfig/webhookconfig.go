@@ -89,7 +89,7 @@ func ScaleRules() []admissionregistrationv1.RuleWithOperations {
 func (o Options) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
 	return admissionregistrationv1.WebhookClientConfig{
 		Service: &admissionregistrationv1.ServiceReference{
-			Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: ptr.To(path), Port: ptr.To(o.port()),
+			Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: new(path), Port: new(o.port()),
 		},
 		CABundle: o.CABundle,
 	}
@@ -106,7 +106,7 @@ func (o Options) timeout() *int32 {
 	if o.TimeoutSeconds == 0 {
 		return ptr.To[int32](5)
 	}
-	return ptr.To(o.TimeoutSeconds)
+	return new(o.TimeoutSeconds)
 }
 
 func (o Options) namespaceSelector() *metav1.LabelSelector {

@@ -3,8 +3,6 @@ package workload_test
 import (
 	"context"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,6 +10,9 @@ import (
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // namespaceResources is a namespace's LimitRanges and the cluster's

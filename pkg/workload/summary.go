@@ -303,14 +303,14 @@ func objectName(obj *unstructured.Unstructured) string {
 func admissionUnit(obj *unstructured.Unstructured, podSets []PodSet, total corev1.ResourceList) (
 	unit AdmissionUnit, full, min corev1.ResourceList, fullPods, minPods int64) {
 	gk := obj.GroupVersionKind().GroupKind()
-	switch {
-	case gk == schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+	switch gk {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
 		one := corev1.ResourceList{}
 		if len(podSets) > 0 {
 			one = podSets[0].Requests
 		}
 		return UnitPod, one, one, 1, 1
-	case gk == schema.GroupKind{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}:
+	case schema.GroupKind{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}:
 		// One group: the leader (when there is a leader template) and the
 		// workers of size.
 		size, found, _ := unstructured.NestedInt64(obj.Object, "spec", "leaderWorkerTemplate", "size")

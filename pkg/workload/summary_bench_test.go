@@ -1,7 +1,6 @@
 package workload_test
 
 import (
-	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +28,7 @@ func BenchmarkSummarizeJobSet(b *testing.B) {
 }
 
 func benchmarkSummarize(b *testing.B, obj *unstructured.Unstructured) {
-	ctx := context.Background()
+	ctx := b.Context()
 	if _, err := workload.Summarize(ctx, obj); err != nil {
 		b.Fatal(err)
 	}

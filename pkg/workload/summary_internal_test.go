@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	ginkgo "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+
+	. "github.com/onsi/gomega"
 )
 
 // These specs live inside the package (ginkgo is not dot-imported: the package

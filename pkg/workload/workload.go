@@ -8,9 +8,9 @@ package workload
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -95,7 +95,7 @@ func NestedLabelSites(obj *unstructured.Unstructured, in *integrations.Integrati
 		}
 	})
 	if len(out) > 1 {
-		sort.SliceStable(out, func(i, j int) bool { return out[i].Path.String() < out[j].Path.String() })
+		slices.SortStableFunc(out, func(a, b LabelSite) int { return cmp.Compare(a.Path.String(), b.Path.String()) })
 	}
 	return out
 }
@@ -113,7 +113,7 @@ func AlignNestedLabels(obj *unstructured.Unstructured, in *integrations.Integrat
 		}
 	})
 	// The walk visits maps in no particular order: the patch is deterministic.
-	sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+	slices.SortFunc(ops, func(a, b jsonpatch.Operation) int { return cmp.Compare(a.Path, b.Path) })
 	return ops
 }
 
@@ -221,7 +221,7 @@ func SetAnnotation(obj *unstructured.Unstructured, in *integrations.Integration,
 // the patch that does the same: how a workload is suspended.
 func SetField(obj *unstructured.Unstructured, path []string, value any) ([]jsonpatch.Operation, error) {
 	if len(path) == 0 {
-		return nil, fmt.Errorf("no field to set")
+		return nil, errors.New("no field to set")
 	}
 	return setValue(obj, path[:len(path)-1], path[len(path)-1], value)
 }
@@ -233,7 +233,7 @@ func AddSchedulingGate(obj *unstructured.Unstructured, gate string) ([]jsonpatch
 	}
 	spec, ok := obj.Object["spec"].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("spec is not an object")
+		return nil, errors.New("spec is not an object")
 	}
 	entry := map[string]any{"name": gate}
 	switch gates := spec["schedulingGates"].(type) {
@@ -244,7 +244,7 @@ func AddSchedulingGate(obj *unstructured.Unstructured, gate string) ([]jsonpatch
 		spec["schedulingGates"] = append(gates, entry)
 		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/spec/schedulingGates/-", map[string]any{"name": gate})}, nil
 	default:
-		return nil, fmt.Errorf("spec.schedulingGates is not a list")
+		return nil, errors.New("spec.schedulingGates is not a list")
 	}
 }
 
@@ -276,8 +276,8 @@ func setValue(obj *unstructured.Unstructured, path []string, key string, value a
 // nestedValue is {path[0]: {path[1]: ... {key: value}}}.
 func nestedValue(path []string, key string, value any) map[string]any {
 	v := map[string]any{key: value}
-	for i := len(path) - 1; i >= 0; i-- {
-		v = map[string]any{path[i]: v}
+	for _, p := range slices.Backward(path) {
+		v = map[string]any{p: v}
 	}
 	return v
 }

@@ -6,19 +6,19 @@ import (
 	"os"
 	"path/filepath"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/audit"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 const gpu = "nvidia.com/gpu"
@@ -106,13 +106,13 @@ var _ = Describe("kueue-guard audit", Ordered, func() {
 		// The small Job's pod, as the job controller makes it.
 		pod := fixtures.Pod("ml", "small-abcde").Queue("q").Obj()
 		pod.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "small",
-			UID: small.GetUID(), Controller: ptr.To(true)}})
+			UID: small.GetUID(), Controller: new(true)}})
 		create(pod)
 		// A big Job made to look like part of the small one: Kueue would not
 		// queue it on its own.
 		hidden := job("hidden").Parallelism(4).Requests(gpu, "4").Obj()
 		hidden.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "small",
-			UID: small.GetUID(), Controller: ptr.To(true)}})
+			UID: small.GetUID(), Controller: new(true)}})
 		create(hidden)
 		create(fixtures.PyTorchJob("ml", "pt").Queue("q").Obj())
 		create(fixtures.AppWrapper("ml", "aw").Queue("q").Obj())

@@ -16,18 +16,18 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func TestCerts(t *testing.T) {
@@ -60,7 +60,7 @@ func freePort() int {
 // rotator a configuration to inject its CA into.
 func clientConfig() admissionregistrationv1.WebhookClientConfig {
 	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-		Namespace: ns, Name: serviceName, Path: ptr.To("/validate-workloads")}}
+		Namespace: ns, Name: serviceName, Path: new("/validate-workloads")}}
 }
 
 var nothing = []admissionregistrationv1.RuleWithOperations{{

@@ -1,8 +1,8 @@
 package charttest
 
 import (
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
+	"maps"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,6 +19,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // queueName is the LocalQueue every namespace of the suite names as its default.
@@ -71,9 +74,7 @@ func ensureNamespace(name string, labels map[string]string) {
 	if ns.Labels == nil {
 		ns.Labels = map[string]string{}
 	}
-	for k, v := range labels {
-		ns.Labels[k] = v
-	}
+	maps.Copy(ns.Labels, labels)
 	if ns.Annotations == nil {
 		ns.Annotations = map[string]string{}
 	}
@@ -254,7 +255,7 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "chart-job-pod-", Namespace: tenant,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "parent",
-					UID: "00000000-0000-0000-0000-000000000002", Controller: ptr.To(true)}}},
+					UID: "00000000-0000-0000-0000-000000000002", Controller: new(true)}}},
 			Spec: deployment(tenant).Spec.Template.Spec,
 		}
 		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -293,7 +294,7 @@ var _ = Describe("the chart's webhook configurations on a real API server", Orde
 			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 				Name: "vjob.kueue.x-k8s.io",
 				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-					Namespace: "other-kueue", Name: "kueue-webhook-service", Path: ptr.To("/validate-batch-v1-job")}},
+					Namespace: "other-kueue", Name: "kueue-webhook-service", Path: new("/validate-batch-v1-job")}},
 				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 				AdmissionReviewVersions: []string{"v1"},
 			}},

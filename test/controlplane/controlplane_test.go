@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +19,9 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 const (
@@ -225,7 +226,7 @@ func requireUnsuspender(ns, username string) {
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
 	}, fmt.Sprintf("!(has(oldObject.spec.suspend) && oldObject.spec.suspend) || (has(object.spec.suspend) && object.spec.suspend) || request.userInfo.username == %q", username))
 	probe := newJob(ns, "unsuspend-probe", nil, 1)
-	probe.Spec.Suspend = ptr.To(true)
+	probe.Spec.Suspend = new(true)
 	Expect(env.Client.Create(ctx, probe)).To(Succeed())
 	DeferCleanup(deleteObject, probe)
 	Eventually(func() error {
@@ -233,7 +234,7 @@ func requireUnsuspender(ns, username string) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(probe), p); err != nil {
 			return err
 		}
-		p.Spec.Suspend = ptr.To(false)
+		p.Spec.Suspend = new(false)
 		return env.Client.Update(ctx, p, client.DryRunAll)
 	}).WithTimeout(30*time.Second).Should(MatchError(ContainSubstring(creatorMarker)), "the unsuspend policy is active")
 }
@@ -289,7 +290,7 @@ func podTemplate(labels map[string]string, cpu string) corev1.PodTemplateSpec {
 // newJob is a Job of n pods requesting 1 cpu each.
 func newJob(ns, name string, labels map[string]string, n int32) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Spec: batchv1.JobSpec{
-		Parallelism: ptr.To(n), Completions: ptr.To(n), Template: podTemplate(nil, "1"),
+		Parallelism: new(n), Completions: new(n), Template: podTemplate(nil, "1"),
 	}}
 }
 

@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +22,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // cutProxy forwards TCP connections to the API server until it is cut: then
@@ -174,7 +175,13 @@ var _ = Describe("the API server unreachable for 30 s under steady load", func()
 
 		AddReportEntry("API server unreachable", fmt.Sprintf(
 			"%v without the API server: %d AdmissionReviews sent, %d of them during the outage, %d failed %v; ready throughout; a namespace created during the outage was seen %v after the API server was back",
-			outage, l.sent.Load(), duringOutage, l.failed.Load(), l.errors(), resynced.Round(100*time.Millisecond)))
+			outage,
+			l.sent.Load(),
+			duringOutage,
+			l.failed.Load(),
+			l.errors(),
+			resynced.Round(100*time.Millisecond),
+		))
 		Expect(duringOutage).To(BeNumerically(">", 100), "the load went on during the outage")
 		Expect(l.failed.Load()).To(BeZero(), "failed: %v", l.errors())
 	})

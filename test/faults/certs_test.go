@@ -3,6 +3,7 @@ package faults
 import (
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,14 +12,15 @@ import (
 	"strconv"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // servedCert is the fingerprint of the certificate a new TLS handshake with
@@ -31,7 +33,7 @@ func servedCert(addr string) string {
 	}
 	defer conn.Close()
 	sum := sha256.Sum256(conn.ConnectionState().PeerCertificates[0].Raw)
-	return fmt.Sprintf("%x", sum[:8])
+	return hex.EncodeToString(sum[:8])
 }
 
 // cert-manager renews the serving certificate by rewriting the Secret's files

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +17,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // crdFiles are the control plane's CRD files of the given API groups.
@@ -68,7 +69,7 @@ func installCRDs(files []string) {
 	out, stderr, err := env.Kubectl(nil, args...)
 	Expect(err).NotTo(HaveOccurred(), stderr)
 	var names []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
 		if name, _, ok := strings.Cut(line, " "); ok {
 			names = append(names, name)
 		}

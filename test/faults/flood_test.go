@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +19,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // validateReview is an AdmissionReview of obj's CREATE for the validating
@@ -145,8 +146,16 @@ var _ = Describe("a flood of large objects from one namespace", func() {
 		p := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
 		AddReportEntry("flood from one namespace", fmt.Sprintf(
 			"15s of 4 workers sending a %.1f MB JobSet (%d requests, %d errors); the other namespace: %d requests, p50 %v, p99 %v, max %v, %d failed; peak heap in use %.0f MiB (the whole test process)",
-			float64(len(flood))/1e6, floods.Load(), floodErrs.Load(), len(latencies), p(0.5).Round(time.Millisecond),
-			p(0.99).Round(time.Millisecond), latencies[len(latencies)-1].Round(time.Millisecond), quietFailed.Load(), peakHeap/(1<<20)))
+			float64(len(flood))/1e6,
+			floods.Load(),
+			floodErrs.Load(),
+			len(latencies),
+			p(0.5).Round(time.Millisecond),
+			p(0.99).Round(time.Millisecond),
+			latencies[len(latencies)-1].Round(time.Millisecond),
+			quietFailed.Load(),
+			peakHeap/(1<<20),
+		))
 		Expect(quietFailed.Load()).To(BeZero(), "every request of the other namespace was answered, and inside the webhook timeout")
 		Expect(peakHeap).To(BeNumerically("<", 512<<20), "under the chart's memory limit")
 	})

@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // With no kueue-guard serving (the faults stop it between specs), the cluster
@@ -50,6 +51,8 @@ var _ = Describe("a kueue-guard outage", func() {
 			"a tenant's workload is not admitted unjudged")
 		AddReportEntry("kueue-guard outage", fmt.Sprintf(
 			"no replica serving: Kueue's controller Deployment in kube-system and in kueue-system, and a Deployment in cert-manager, were admitted (%v); a queued Job in a tenant namespace was refused: %v",
-			time.Since(start).Round(time.Millisecond), err))
+			time.Since(start).Round(time.Millisecond),
+			err,
+		))
 	})
 })

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +17,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // invalid asserts err is the 422 Invalid the guards return, with a cause on the
@@ -187,8 +188,12 @@ var _ = Describe("guardrails under the managed profile", func() {
 			},
 			Entry("flat, into a private registry", "myregistry.azurecr.io/kueue",
 				"spec.template.spec.containers[0].image", `image "myregistry.azurecr.io/kueue:v0.17.0"`),
-			Entry("under a name that says nothing", "mirror.example.com/platform/scheduler",
-				"spec.template.spec.containers[0].image", "Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.19.2), container port visibility"),
+			Entry(
+				"under a name that says nothing",
+				"mirror.example.com/platform/scheduler",
+				"spec.template.spec.containers[0].image",
+				"Kueue's Helm chart (pod template annotation charts.kueue.x-k8s.io/config-checksum, label helm.sh/chart=kueue-0.19.2), container port visibility",
+			),
 		)
 
 		It("rejects Kueue's manager added to a running Pod as an ephemeral container (kubectl debug)", func() {

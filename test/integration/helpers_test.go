@@ -1,7 +1,6 @@
 package integration
 
 import (
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
+
+	. "github.com/onsi/gomega"
 )
 
 // namespace creates a namespace with a generated name and waits until the

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,6 +13,9 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // The metrics tell who is denied what, per rule and namespace: only a caller
@@ -50,7 +51,9 @@ var _ = Describe("the secure metrics endpoint", func() {
 			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: reader.Name},
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "scraper", Namespace: ns}}})).To(Succeed())
 
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // a loopback test server's throwaway certificate
+		c := &http.Client{
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}},
+		} //nolint:gosec // a loopback test server's throwaway certificate
 		get := func(bearer string) (int, string) {
 			req, err := http.NewRequest(http.MethodGet, "https://"+s.MetricAddr+"/metrics", nil)
 			Expect(err).NotTo(HaveOccurred())

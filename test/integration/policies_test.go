@@ -4,22 +4,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // installShippedPolicies copies the shipped policies into the watched directory.
@@ -37,7 +38,7 @@ func metric(name string) float64 {
 }
 
 func gpuJob(ns, name string, pods, gpusPerPod int64) *fixtures.Object {
-	o := fixtures.Job(ns, name).Queue("lq").Parallelism(pods).Requests("nvidia.com/gpu", fmt.Sprint(gpusPerPod))
+	o := fixtures.Job(ns, name).Queue("lq").Parallelism(pods).Requests("nvidia.com/gpu", strconv.FormatInt(gpusPerPod, 10))
 	return &o
 }
 
@@ -62,7 +63,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 					Flavors: []kueue.FlavorQuotas{{Name: "default-flavor", Resources: []kueue.ResourceQuota{
 						{Name: "cpu", NominalQuota: resource.MustParse("100")},
 						{Name: "memory", NominalQuota: resource.MustParse("200Gi")},
-						{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("4"), BorrowingLimit: ptr.To(resource.MustParse("4"))},
+						{Name: "nvidia.com/gpu", NominalQuota: resource.MustParse("4"), BorrowingLimit: new(resource.MustParse("4"))},
 					}}},
 				}},
 			},

@@ -5,12 +5,13 @@ import (
 	"net"
 	"strconv"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var _ = Describe("the webhook server's TLS", func() {
@@ -20,12 +21,20 @@ var _ = Describe("the webhook server's TLS", func() {
 	}
 
 	It("refuses a client below its minimum TLS version (1.3)", func() {
-		_, err := tls.Dial("tcp", addr(), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec
+		_, err := tls.Dial(
+			"tcp",
+			addr(),
+			&tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12},
+		) //nolint:gosec // the test server's self-signed certificate; the spec is about the version
 		Expect(err).To(HaveOccurred())
 	})
 
 	It("speaks HTTP/1.1 only, even to a client that offers HTTP/2", func() {
-		conn, err := tls.Dial("tcp", addr(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec
+		conn, err := tls.Dial(
+			"tcp",
+			addr(),
+			&tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}},
+		) //nolint:gosec // the test server's self-signed certificate; the spec is about ALPN
 		Expect(err).NotTo(HaveOccurred())
 		defer conn.Close()
 		Expect(conn.ConnectionState().NegotiatedProtocol).To(Equal("http/1.1"))
@@ -47,7 +56,7 @@ var _ = Describe("the mutating webhook order", func() {
 				FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 				NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"never": "matches"}},
 				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-					Namespace: "aks-kueue", Name: "aks-kueue-webhook-service", Path: ptr.To("/mutate-batch-v1-job")}},
+					Namespace: "aks-kueue", Name: "aks-kueue-webhook-service", Path: new("/mutate-batch-v1-job")}},
 				Rules: []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // A cohort tree: cohort "tree" with 4 GPUs of its own; in it, ClusterQueue
@@ -64,7 +65,7 @@ var _ = Describe("capacity over a cohort tree", Ordered, func() {
 		return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gpus-%d", gpus),
 				Labels: map[string]string{integrations.QueueNameLabel: "borrower", "kueue.x-k8s.io/max-exec-time-seconds": "60"}},
-			Spec: batchv1.JobSpec{Parallelism: ptr.To(int32(gpus)), Completions: ptr.To(int32(gpus)),
+			Spec: batchv1.JobSpec{Parallelism: new(int32(gpus)), Completions: new(int32(gpus)),
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "main", Image: "busybox",
 						Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}}}

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,6 +24,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // compatFile is the document this suite checks (and writes with
@@ -52,7 +54,7 @@ func requestsString(r resources.Requests) string {
 			keys = append(keys, fmt.Sprintf("%s=%d", k, v))
 		}
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return "{" + strings.Join(keys, " ") + "}"
 }
 
@@ -295,7 +297,7 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 			var pods []*unstructured.Unstructured
 			for i := range size {
 				pod := mark(gpu(fixtures.Pod(namespace, fmt.Sprintf("%s-%d", group, i)), "1").Queue(localQueue).
-					Set(map[string]any{"kueue.x-k8s.io/pod-group-total-count": fmt.Sprint(size)}, "metadata", "annotations")).Obj()
+					Set(map[string]any{"kueue.x-k8s.io/pod-group-total-count": strconv.Itoa(size)}, "metadata", "annotations")).Obj()
 				Expect(admin.Create(ctx, pod)).To(Succeed())
 				pods = append(pods, pod)
 			}
@@ -369,8 +371,11 @@ var notCompared = map[string]string{
 // knownDivergences are objects whose summary is known to differ from Kueue's
 // Workload, and why; they are listed, not compared.
 var knownDivergences = []compatRow{
-	{kind: "Pod", object: "a pod group whose pods differ (pod roles)",
-		result: "differs, known: Kueue makes one pod set per role once every pod exists; admission sees one pod at a time, so each pod is judged as pod-group-total-count pods of its own role (for every resource, the largest pod's estimate is at least the group's total)"},
+	{
+		kind:   "Pod",
+		object: "a pod group whose pods differ (pod roles)",
+		result: "differs, known: Kueue makes one pod set per role once every pod exists; admission sees one pod at a time, so each pod is judged as pod-group-total-count pods of its own role (for every resource, the largest pod's estimate is at least the group's total)",
+	},
 }
 
 func renderCompat(rows []compatRow) []byte {

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -26,6 +24,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func TestInterop(t *testing.T) {
@@ -110,12 +111,12 @@ var _ = AfterSuite(func() {
 // and a LocalQueue in each namespace, a LimitRange in the limited one, and a
 // RuntimeClass with overhead.
 func setUpQueues() {
-	q := func(s string) resource.Quantity { return resource.MustParse(s) }
+	q := resource.MustParse
 	Expect(admin.Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default"}})).To(Succeed())
 	Expect(admin.Create(ctx, &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: clusterQueue},
 		Spec: kueue.ClusterQueueSpec{
 			NamespaceSelector: &metav1.LabelSelector{},
-			StopPolicy:        ptrTo(kueue.Hold),
+			StopPolicy:        new(kueue.Hold),
 			ResourceGroups: []kueue.ResourceGroup{{
 				CoveredResources: []corev1.ResourceName{"cpu", "memory", "nvidia.com/gpu"},
 				Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
@@ -151,5 +152,3 @@ func setUpQueues() {
 		g.Expect(list.Items).To(HaveLen(1))
 	}).Should(Succeed())
 }
-
-func ptrTo[T any](v T) *T { return &v }

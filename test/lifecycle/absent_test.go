@@ -4,8 +4,6 @@ import (
 	"errors"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -21,6 +19,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 func requests() corev1.ResourceRequirements {
@@ -32,7 +33,7 @@ func requests() corev1.ResourceRequirements {
 func queuedJob(name string) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: map[string]string{integrations.QueueNameLabel: queue}},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(false), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{Suspend: new(false), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers:    []corev1.Container{{Name: "c", Image: "registry.k8s.io/busybox:1.36", Resources: requests()}},
 		}}},
@@ -208,7 +209,7 @@ var _ = Describe("while Kueue is away", Ordered, func() {
 	It("refuses to resume the Job, or to ungate the Pod, until Kueue is back", func() {
 		j := &batchv1.Job{}
 		Expect(bob.Get(ctx, client.ObjectKey{Namespace: team, Name: "while-away"}, j)).To(Succeed())
-		j.Spec.Suspend = ptr.To(false)
+		j.Spec.Suspend = new(false)
 		err := bob.Update(ctx, j)
 		Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("cannot be resumed until Kueue is back"))
@@ -269,7 +270,7 @@ func queuedDeployment(name string, replicas int32) *appsv1.Deployment {
 	spec := queuedPod("x").Spec
 	spec.RestartPolicy = corev1.RestartPolicyAlways
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		Spec: appsv1.DeploymentSpec{Replicas: new(replicas), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
 }
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +21,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // preflightCLI runs `kueue-guard preflight` against the control plane, as an
@@ -129,7 +130,9 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 		code, out := preflightAs(user, "managed", "text")
 		Expect(code).To(Equal(preflight.ExitError), out)
 		Expect(out).To(ContainSubstring("PASS  kubernetes-version"))
-		Expect(out).To(ContainSubstring(`ERROR kueue-controllers      could not read the workloads that could run Kueue: listing deployments.apps: deployments.apps is forbidden: User "bob" cannot list resource "deployments"`))
+		Expect(
+			out,
+		).To(ContainSubstring(`ERROR kueue-controllers      could not read the workloads that could run Kueue: listing deployments.apps: deployments.apps is forbidden: User "bob" cannot list resource "deployments"`))
 		Expect(out).To(ContainSubstring("ERROR unsupported-workloads"))
 		Expect(out).To(ContainSubstring("ERROR webhook-order"))
 		Expect(out).To(ContainSubstring("ERROR kueue-guard-profile"))
@@ -197,7 +200,9 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 		// what differs on another minor.
 		Expect(out).To(ContainSubstring("WARN  kueue-version"))
 		Expect(out).To(ContainSubstring("[pass] Deployment kueue-system/kueue-controller-manager: Kueue v0.19.2, the minor kueue-guard is tested against; feature gates: "))
-		Expect(out).To(ContainSubstring("[warn] Deployment batch-kueue/batch-scheduler-controller-manager: Kueue v0.17.0; kueue-guard is tested against v0.19.2; feature gates: TopologyAwareScheduling=true"))
+		Expect(
+			out,
+		).To(ContainSubstring("[warn] Deployment batch-kueue/batch-scheduler-controller-manager: Kueue v0.17.0; kueue-guard is tested against v0.19.2; feature gates: TopologyAwareScheduling=true"))
 		Expect(out).To(ContainSubstring("known differences: pod-level resources"))
 
 		By("publishing each manager's release as kueue_guard_kueue_info, tested or not")

@@ -7,20 +7,20 @@ import (
 	"path/filepath"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/kueuestate"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // kueueCLI runs one of the kueue commands against the control plane, as an
@@ -172,6 +172,6 @@ var _ = Describe("the Kueue objects across a reinstall", Ordered, func() {
 		Eventually(admitted("survivor")).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 		j := &batchv1.Job{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: team, Name: "survivor"}, j)).To(Succeed())
-		Expect(j.Spec.Suspend).To(Equal(ptr.To(false)))
+		Expect(j.Spec.Suspend).To(Equal(new(false)))
 	})
 })

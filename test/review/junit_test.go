@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 
+	"github.com/kueue-guard/kueue-guard/pkg/review"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
 var _ = Describe("the JUnit output", func() {

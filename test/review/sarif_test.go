@@ -6,11 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/kueue-guard/kueue-guard/pkg/review"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // sarifSchemaPath is the OASIS SARIF 2.1.0 JSON schema (errata 01), copied

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -23,6 +21,9 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 var names = 0
@@ -44,7 +45,7 @@ func podSpec(gpus int64) corev1.PodSpec {
 func job(pods int32, gpus int64) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("job"),
 		Labels: map[string]string{"kueue.x-k8s.io/max-exec-time-seconds": "3600"}},
-		Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods),
+		Spec: batchv1.JobSpec{Parallelism: new(pods), Completions: new(pods),
 			Template: corev1.PodTemplateSpec{Spec: podSpec(gpus)}}}
 }
 
@@ -62,7 +63,7 @@ func queued(obj client.Object, q string) client.Object {
 // controller owner of a kind Kueue manages, which does not exist.
 func forgedOwner(apiVersion, kind string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "ghost",
-		UID: types.UID("00000000-0000-0000-0000-000000000000"), Controller: ptr.To(true)}}
+		UID: types.UID("00000000-0000-0000-0000-000000000000"), Controller: new(true)}}
 }
 
 // stoppedOrQueued expects a create with a forged owner either refused (Kueue's own
@@ -118,7 +119,7 @@ var _ = Describe("a namespace user with edit rights", func() {
 			parent := queued(job(1, 0), heldLQ).(*batchv1.Job)
 			Expect(alice.Create(ctx, parent)).To(Succeed())
 			return []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.Name, UID: parent.UID,
-				Controller: ptr.To(true)}}
+				Controller: new(true)}}
 		}
 
 		It("cannot create a Job under their own queued Job", func() {
@@ -186,7 +187,7 @@ var _ = Describe("a namespace user with edit rights", func() {
 		It("denies resuming a Job without a queue once its namespace owes one", func() {
 			// Created suspended and unqueued while the namespace had no default.
 			j := job(1, 0)
-			j.Namespace, j.Spec.Suspend = lateTeam, ptr.To(true)
+			j.Namespace, j.Spec.Suspend = lateTeam, new(true)
 			Expect(alice.Create(ctx, j)).To(Succeed())
 			get(j)
 			Expect(j.Labels).NotTo(HaveKey(integrations.QueueNameLabel))
@@ -200,7 +201,7 @@ var _ = Describe("a namespace user with edit rights", func() {
 			Eventually(func(g Gomega) {
 				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
 				patch := client.MergeFrom(j.DeepCopy())
-				j.Spec.Suspend = ptr.To(false)
+				j.Spec.Suspend = new(false)
 				err := alice.Patch(ctx, j, patch)
 				g.Expect(err).To(HaveOccurred())
 				g.Expect(err.Error()).To(ContainSubstring("[" + admission.RuleResumeWithoutQueue + "]"))

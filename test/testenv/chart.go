@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,7 +103,7 @@ func ChartConfiguration(values map[string]any, policyDir string) (*config.Config
 		}
 	}
 	if cfg == nil || policies == nil {
-		return nil, fmt.Errorf("the chart rendered no configuration or policies ConfigMap")
+		return nil, errors.New("the chart rendered no configuration or policies ConfigMap")
 	}
 	if len(items) == 0 {
 		for k := range policies.Data {
@@ -149,7 +150,7 @@ func WebhookCalls(ctx context.Context, cfg *rest.Config) (map[string]float64, er
 			return nil, fmt.Errorf("unparsable metric line %q", line)
 		}
 		name := ""
-		for _, l := range strings.Split(labels, ",") {
+		for l := range strings.SplitSeq(labels, ",") {
 			if v, ok := strings.CutPrefix(l, `name="`); ok {
 				name = strings.TrimSuffix(v, `"`)
 			}

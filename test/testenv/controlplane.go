@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -345,7 +346,7 @@ func (k *Kueue) start(ctx context.Context) error {
 	if err := p.waitFor(ctx, 2*time.Minute, "Kueue's readiness probe", func() (bool, error) {
 		resp, err := http.Get("http://" + k.ProbeAddr + "/readyz")
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // not listening yet: polled again
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
@@ -428,14 +429,12 @@ func kueueConfiguration(opts KueueOptions, k *Kueue) ([]byte, error) {
 		// internal certificate management is off, and an APIService to be reachable.
 		"VisibilityOnDemand": false,
 	}
-	for g, on := range opts.FeatureGates {
-		gates[g] = on
-	}
+	maps.Copy(gates, opts.FeatureGates)
 	cfg := kueueconfig.Configuration{
 		TypeMeta:  metav1.TypeMeta{APIVersion: kueueconfig.SchemeGroupVersion.String(), Kind: "Configuration"},
-		Namespace: ptr.To(KueueNamespace),
+		Namespace: new(KueueNamespace),
 		ControllerManager: kueueconfig.ControllerManager{
-			Webhook: kueueconfig.ControllerWebhook{Host: k.WebhookHost, Port: ptr.To(k.WebhookPort), CertDir: k.CertDir},
+			Webhook: kueueconfig.ControllerWebhook{Host: k.WebhookHost, Port: new(k.WebhookPort), CertDir: k.CertDir},
 			// The metrics server is off ("0"); the manager still loads the metrics
 			// certificate from kueueMetricsCertDir.
 			Metrics:        kueueconfig.ControllerMetrics{BindAddress: "0"},
@@ -444,7 +443,7 @@ func kueueConfiguration(opts KueueOptions, k *Kueue) ([]byte, error) {
 		},
 		ManageJobsWithoutQueueName:   opts.ManageJobsWithoutQueueName,
 		ManagedJobsNamespaceSelector: opts.ManagedJobsNamespaceSelector,
-		InternalCertManagement:       &kueueconfig.InternalCertManagement{Enable: ptr.To(false)},
+		InternalCertManagement:       &kueueconfig.InternalCertManagement{Enable: new(false)},
 		Integrations:                 &kueueconfig.Integrations{Frameworks: frameworks, ExternalFrameworks: opts.ExternalFrameworks},
 		FeatureGates:                 gates,
 	}
@@ -496,7 +495,7 @@ func (e *Env) installKueueObjects(ctx context.Context, objs []*unstructured.Unst
 		}
 	}
 	if !found {
-		return fmt.Errorf("Kueue's chart rendered no ServiceAccount %s/%s", KueueNamespace, KueueServiceAccount)
+		return fmt.Errorf("the Kueue chart rendered no ServiceAccount %s/%s", KueueNamespace, KueueServiceAccount)
 	}
 	return e.applyObjects(ctx, apply...)
 }
@@ -512,7 +511,7 @@ func kueueWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
 		if cc.Service == nil || cc.Service.Path == nil {
 			return fmt.Errorf("webhook without a service path: %+v", cc)
 		}
-		cc.URL = ptr.To(base + *cc.Service.Path)
+		cc.URL = new(base + *cc.Service.Path)
 		cc.Service = nil
 		cc.CABundle = ca
 		return nil
@@ -542,7 +541,7 @@ func kueueWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
 		}
 	}
 	if mut == nil || val == nil || mut.Name != KueueMutatingWebhookConfiguration || val.Name != KueueValidatingWebhookConfiguration {
-		return nil, nil, errors.New("Kueue's chart did not render kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration")
+		return nil, nil, errors.New("the Kueue chart did not render kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration")
 	}
 	// Cluster-scoped: the chart sets a namespace the API server would ignore.
 	mut.Namespace, val.Namespace = "", ""
@@ -596,12 +595,12 @@ func KueueVersion() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.SplitSeq(string(b), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "sigs.k8s.io/kueue" {
 			return f[1], nil
 		}
 	}
-	return "", fmt.Errorf("hack/kueue/go.mod does not require sigs.k8s.io/kueue")
+	return "", errors.New("hack/kueue/go.mod does not require sigs.k8s.io/kueue")
 }
 
 // checkKueueVersion makes sure that hack/kueue (which builds the manager) and our
@@ -622,14 +621,14 @@ func checkKueueVersion() error {
 }
 
 func leaderElectionOff() *configv1alpha1.LeaderElectionConfiguration {
-	return &configv1alpha1.LeaderElectionConfiguration{LeaderElect: ptr.To(false)}
+	return &configv1alpha1.LeaderElectionConfiguration{LeaderElect: new(false)}
 }
 
 // ensureKueueMetricsCert makes sure a certificate the manager can load is in
 // kueueMetricsCertDir: written once, under a lock, because suites run in parallel.
 func ensureKueueMetricsCert() error {
 	if err := os.MkdirAll(kueueMetricsCertDir, 0o755); err != nil {
-		return fmt.Errorf("Kueue's manager reads its metrics certificate from %s (fixed in cmd/kueue when internal certificate management is off): %w", kueueMetricsCertDir, err)
+		return fmt.Errorf("the Kueue manager reads its metrics certificate from %s (fixed in cmd/kueue when internal certificate management is off): %w", kueueMetricsCertDir, err)
 	}
 	lock, err := os.OpenFile(filepath.Join(kueueMetricsCertDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -903,8 +902,8 @@ func (c *children) stop() error {
 	procs, dir, keep := slices.Clone(c.procs), c.tmpDir, c.keepLogs
 	c.mu.Unlock()
 	var err error
-	for i := len(procs) - 1; i >= 0; i-- {
-		err = errors.Join(err, procs[i].Stop())
+	for _, proc := range slices.Backward(procs) {
+		err = errors.Join(err, proc.Stop())
 	}
 	if dir != "" && !keep {
 		err = errors.Join(err, os.RemoveAll(dir))

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -76,17 +76,12 @@ func CRDFiles() ([]string, error) {
 			return nil, fmt.Errorf("no CRDs found in %s (%s) for %v", s.module, dir, s.globs)
 		}
 	}
-	sort.Strings(files)
+	slices.Sort(files)
 	return files, nil
 }
 
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 // CRDFilesOf picks from files the CRDs of the given API groups (the files are
@@ -125,7 +120,7 @@ func moduleDirs(modules []string) (map[string]string, error) {
 		return nil, fmt.Errorf("go list -m %v: %w: %s", modules, err, stderr.String())
 	}
 	dirs := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		path, dir, ok := strings.Cut(line, " ")
 		if !ok || dir == "" {
 			return nil, fmt.Errorf("module %q is not in the module cache; run `make testdeps`", path)

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -70,5 +71,5 @@ func KueueControllerDeployment(release, namespace string) (*unstructured.Unstruc
 			return o, nil
 		}
 	}
-	return nil, fmt.Errorf("Kueue's chart rendered no controller-manager Deployment")
+	return nil, errors.New("the Kueue chart rendered no controller-manager Deployment")
 }

@@ -19,7 +19,7 @@ func CopyShippedPolicies(dir string) (int, error) {
 	n := 0
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, "_test.rego") || !(strings.HasSuffix(name, ".rego") || name == "data.yaml") {
+		if strings.HasSuffix(name, "_test.rego") || (!strings.HasSuffix(name, ".rego") && name != "data.yaml") {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(src, name))

@@ -304,7 +304,7 @@ func MetricValue(addr, name string) (float64, error) {
 		return 0, err
 	}
 	var total float64
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(body), "\n") {
 		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 			if err != nil {
@@ -329,7 +329,7 @@ func MetricSeries(addr, name string) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(body), "\n") {
 		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
 			out = append(out, line)
 		}

@@ -1,18 +1,21 @@
 package equivalence
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // applyOrder creates what others refer to first, and LocalQueues last (the
@@ -44,7 +47,9 @@ func applyClusterState() {
 			objs = append(objs, m.Object.DeepCopy())
 		}
 	}
-	sort.SliceStable(objs, func(i, j int) bool { return applyOrder[objs[i].GetKind()] < applyOrder[objs[j].GetKind()] })
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(applyOrder[a.GetKind()], applyOrder[b.GetKind()])
+	})
 	for _, o := range objs {
 		apply(o)
 	}
@@ -75,12 +80,8 @@ func apply(o *unstructured.Unstructured) {
 
 func merge(a, b map[string]string) map[string]string {
 	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, a)
+	maps.Copy(out, b)
 	return out
 }
 

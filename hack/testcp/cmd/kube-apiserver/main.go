@@ -4,13 +4,14 @@ package main
 
 import (
 	"os"
-	_ "time/tzdata" // CronJob time zones
 
 	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "time/tzdata" // CronJob time zones
 )
 
 func main() {
