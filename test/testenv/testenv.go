@@ -294,24 +294,17 @@ func FreePort() (int, error) {
 // MetricValue reads a server's /metrics at addr and sums the samples of one
 // metric over all its label sets (0 when it has none yet).
 func MetricValue(addr, name string) (float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	series, err := MetricSeries(addr, name)
 	if err != nil {
 		return 0, err
 	}
 	var total float64
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
-			v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-			if err != nil {
-				return 0, fmt.Errorf("metric %s: %w", name, err)
-			}
-			total += v
+	for _, line := range series {
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metric %s: %w", name, err)
 		}
+		total += v
 	}
 	return total, nil
 }
