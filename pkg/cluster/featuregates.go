@@ -22,6 +22,14 @@ type KueueFeatureGates struct {
 	set map[string]bool
 }
 
+// processGates is the one follower of the process-wide gates, shared by every
+// caller (the server, the reviewer), so that two never undo each other.
+var processGates KueueFeatureGates
+
+// FollowKueueFeatureGates makes the process's Kueue code run under gates, the
+// featureGates of the cluster's Kueue Configuration (nil: Kueue's defaults).
+func FollowKueueFeatureGates(gates map[string]bool) error { return processGates.Apply(gates) }
+
 // Apply sets gates (the Configuration's featureGates) and resets the ones a
 // previous Apply set that gates no longer names. A gate Kueue does not know,
 // or a locked one set against its lock, is an error naming it, as Kueue's

@@ -8,10 +8,6 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 )
 
-// kueueGates is the process's following of Kueue's feature gates: one per
-// process, as Kueue's gates are.
-var kueueGates cluster.KueueFeatureGates
-
 // followKueue makes Kueue's code run under the feature gates of the cluster
 // state's Kueue Configuration, as the webhook does, and returns the notes that
 // say which Kueue the review computes as: always where a gate cannot be
@@ -21,13 +17,13 @@ func (r *reviewer) followKueue() []string {
 	cfg, ok := r.state.Snapshot.KueueConfig()
 	gates := "Kueue's defaults"
 	if ok {
-		if err := kueueGates.Apply(cfg.FeatureGates); err != nil {
+		if err := cluster.FollowKueueFeatureGates(cfg.FeatureGates); err != nil {
 			notes = append(notes, err.Error()+": Kueue's manager would not start with them; the review uses the others")
 		}
 		if len(cfg.FeatureGates) > 0 {
 			gates = kueuecontroller.FormatFeatureGates(cfg.FeatureGates)
 		}
-	} else if err := kueueGates.Apply(nil); err != nil {
+	} else if err := cluster.FollowKueueFeatureGates(nil); err != nil {
 		notes = append(notes, err.Error())
 	}
 	if !r.opts.Explain {

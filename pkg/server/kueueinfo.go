@@ -29,9 +29,7 @@ type kueueInfo struct {
 	gauge  *prometheus.GaugeVec
 	log    logr.Logger
 	last   string
-	// gates follows the Configuration's feature gates; lastGates is what was
-	// last applied, so that a gate error is logged once.
-	gates     cluster.KueueFeatureGates
+	// lastGates is what was last applied, so that a gate error is logged once.
 	lastGates string
 }
 
@@ -69,7 +67,7 @@ func (k *kueueInfo) update() {
 	if cfg, ok := k.view.KueueConfig(); ok {
 		gates = kueuecontroller.FormatFeatureGates(cfg.FeatureGates)
 		// What kueue-guard charges follows the gates Kueue runs with.
-		if err := k.gates.Apply(cfg.FeatureGates); err != nil && gates != k.lastGates {
+		if err := cluster.FollowKueueFeatureGates(cfg.FeatureGates); err != nil && gates != k.lastGates {
 			k.log.Error(err, "Kueue's Configuration sets feature gates kueue-guard cannot follow")
 		}
 		k.lastGates = gates
