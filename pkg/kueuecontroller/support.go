@@ -23,30 +23,24 @@ type Support struct {
 	Differences []string
 }
 
-// olderDifferences are known of the minors before the tested one; each
-// applies to every older minor (a difference of 0.18 is one of 0.17 too).
-var olderDifferences = []struct {
-	below       string // the first minor without the difference
+// changes are what Kueue changed, by the minor that changed it, in what
+// kueue-guard computes or guards. A minor differs from the tested one by every
+// change made after the older of the two, up to the newer.
+var changes = []struct {
+	since       string
 	differences []string
 }{
-	{below: "v0.18", differences: []string{
+	{since: "v0.18", differences: []string{
 		"pod-level resources (spec.resources) and a Pod LimitRange's defaults for them are charged from 0.18",
 		"the Redis-cleanup job of a GCS fault-tolerant Ray cluster is charged from 0.18",
 		"elastic Jobs (ElasticJobsViaWorkloadSlices) and DRA resource claims (KueueDRAIntegration) are on by default from 0.18",
 		"a pod group named by annotation (WorkloadIdentifierAnnotations), and one whose pods' owners differ refused (PodIntegrationValidateGroupOwner), from 0.18",
 	}},
-	{below: "v0.19", differences: []string{
+	{since: "v0.19", differences: []string{
 		"the head's in-tree autoscaler sidecar of a Ray cluster is charged from 0.19 (500m CPU and 512Mi per head)",
 		"requests and quotas saturate from 0.19 (a quota of 1E CPU is unlimited, not 0)",
 	}},
-}
-
-// newerDifferences are known of the minors after the tested one.
-var newerDifferences = []struct {
-	from        string // the first minor with the difference
-	differences []string
-}{
-	{from: "v0.20", differences: []string{
+	{since: "v0.20", differences: []string{
 		"kueue.x-k8s.io/v1beta1 is no longer served: kueue-guard reads v1beta2 and is unaffected, older manifests are",
 		"WorkloadPriorityClassDefaulting is beta (on): a WorkloadPriorityClass named \"default\" applies to workloads without one",
 		"Kubeflow Trainer v2.3 kinds and fields kueue-guard's pod-set arithmetic does not know",
@@ -61,19 +55,16 @@ func Assess(version string) Support {
 	}
 	tested := Minor(TestedVersion)
 	s.Tested = s.Minor == tested
-	switch cmp := compareMinor(s.Minor, tested); {
-	case cmp < 0:
-		for _, d := range olderDifferences {
-			if compareMinor(s.Minor, d.below) < 0 {
-				s.Differences = append(s.Differences, d.differences...)
-			}
+	older, newer := s.Minor, tested
+	if compareMinor(older, newer) > 0 {
+		older, newer = newer, older
+	}
+	for _, c := range changes {
+		if compareMinor(c.since, older) > 0 && compareMinor(c.since, newer) <= 0 {
+			s.Differences = append(s.Differences, c.differences...)
 		}
-	case cmp > 0:
-		for _, d := range newerDifferences {
-			if compareMinor(s.Minor, d.from) >= 0 {
-				s.Differences = append(s.Differences, d.differences...)
-			}
-		}
+	}
+	if newer != tested {
 		s.Differences = append(s.Differences, "released after kueue-guard's tested "+tested+": other differences are unknown")
 	}
 	return s
