@@ -29,8 +29,6 @@ type kueueInfo struct {
 	gauge  *prometheus.GaugeVec
 	log    logr.Logger
 	last   string
-	// lastGates is what was last applied, so that a gate error is logged once.
-	lastGates string
 }
 
 func newKueueInfo(view *cluster.InformerView, synced func(context.Context) bool, reg prometheus.Registerer, log logr.Logger) (*kueueInfo, error) {
@@ -63,28 +61,33 @@ func (k *kueueInfo) Start(ctx context.Context) error {
 }
 
 func (k *kueueInfo) update() {
-	gates := ""
-	if cfg, ok := k.view.KueueConfig(); ok {
-		gates = kueuecontroller.FormatFeatureGates(cfg.FeatureGates)
-		// What kueue-guard charges follows the gates Kueue runs with.
-		if err := cluster.FollowKueueFeatureGates(cfg.FeatureGates); err != nil && gates != k.lastGates {
-			k.log.Error(err, "Kueue's Configuration sets feature gates kueue-guard cannot follow")
-		}
-		k.lastGates = gates
+	var set map[string]bool // nil without a Configuration: Kueue's defaults
+	if c, ok := k.view.KueueConfig(); ok {
+		set = c.FeatureGates
 	}
+	gates := kueuecontroller.FormatFeatureGates(set)
 	managers := k.view.KueueControllers()
+	seen := make([]string, len(managers))
+	for i, m := range managers {
+		seen[i] = m.String() + "@" + m.Version
+	}
+	// Only a change is acted on: the series are not emptied between scrapes,
+	// and a gate kueue-guard cannot follow is logged once.
+	key := strings.Join(seen, ",") + "|" + gates
+	if key == k.last {
+		return
+	}
+	k.last = key
+	// What kueue-guard charges follows the gates Kueue runs with.
+	if err := cluster.FollowKueueFeatureGates(set); err != nil {
+		k.log.Error(err, "Kueue's Configuration sets feature gates kueue-guard cannot follow")
+	}
 	k.gauge.Reset()
-	var seen []string
 	for _, m := range managers {
-		s := kueuecontroller.Assess(m.Version)
 		k.gauge.WithLabelValues(m.Namespace, m.Name, m.Version, kueuecontroller.TestedVersion,
-			strconv.FormatBool(s.Tested), gates).Set(1)
-		seen = append(seen, m.String()+"@"+m.Version)
+			strconv.FormatBool(kueuecontroller.Assess(m.Version).Tested), gates).Set(1)
 	}
-	if key := strings.Join(seen, ",") + "|" + gates; key != k.last {
-		k.last = key
-		k.report(managers, gates)
-	}
+	k.report(managers, gates)
 }
 
 // report logs the Kueue found, with a warning for a minor other than the
