@@ -4,6 +4,9 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -20,7 +23,23 @@ import (
 // the policies refuse it.
 var _ = Describe("an elastic Job", func() {
 	It("is scaled as Kueue allows within the GPU cap, and refused past it by the policies", func() {
-		j := job(2, 1)
+		// Its own ClusterQueue, so that no other spec's admitted jobs hold the
+		// GPUs it grows into.
+		cq := &kueue.ClusterQueue{ObjectMeta: metav1.ObjectMeta{Name: "cq-elastic"}, Spec: kueue.ClusterQueueSpec{
+			NamespaceSelector: &metav1.LabelSelector{},
+			ResourceGroups: []kueue.ResourceGroup{{
+				CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, gpu},
+				Flavors: []kueue.FlavorQuotas{{Name: "default", Resources: []kueue.ResourceQuota{
+					{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse("10")},
+					{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse("64Gi")},
+					{Name: gpu, NominalQuota: resource.MustParse("8")},
+				}}},
+			}},
+		}}
+		Expect(admin.Create(ctx, cq)).To(Succeed())
+		Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "elastic"},
+			Spec: kueue.LocalQueueSpec{ClusterQueue: "cq-elastic"}})).To(Succeed())
+		j := queued(job(2, 1), "elastic").(*batchv1.Job)
 		j.Annotations = map[string]string{kueueconstants.ElasticJobAnnotation: "true"}
 		j.Spec.Completions = ptr.To[int32](8) // room to grow: Kueue counts min(parallelism, completions)
 		Expect(alice.Create(ctx, j)).To(Succeed())
