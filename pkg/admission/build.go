@@ -40,11 +40,14 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		NewQueueRetention(queuePolicy),
 		PodGroupResize{},
 		absence,
+		KueueHold{},
+		ReleaseGuard{},
 	}
-	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
+	exempt, trusted := configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers)
+	return NewPipeline(exempt, trusted, Steps{
 		// Suspension after defaulting: a defaulted queue counts.
-		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue), suspender},
+		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue), suspender, KueueHolder{}},
 		Validating:  append(validating, policies...),
-		Controllers: []ValidationStep{NewControllerGuard(cfg)},
+		Controllers: []ValidationStep{NewControllerGuard(cfg), InterimOwnerGuard{exempt: exempt, trust: trusted}},
 	}), nil
 }

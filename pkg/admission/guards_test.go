@@ -17,6 +17,8 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,7 +32,22 @@ func built(cfg *config.Configuration) *guard.Pipeline {
 	return p
 }
 
+// validate runs the validating path on a request as the API server sends it
+// there: a new queued workload already held, as Kueue's webhook holds it
+// (validateUnheld skips that).
 func validate(p *guard.Pipeline, v cluster.View, req *guard.Request) *guard.Decision {
+	if in, ok := integrations.Lookup(req.Kind.GroupKind()); ok && req.Operation == admissionv1.Create &&
+		workload.QueueName(req.Object, in) != "" && workload.Holdable(in) && guard.KueueIgnores(req.Object, req.Namespace, in, v) == "" {
+		held := *req
+		held.Object = req.Object.DeepCopy()
+		_, err := workload.Hold(held.Object, in)
+		Expect(err).NotTo(HaveOccurred())
+		req = &held
+	}
+	return validateUnheld(p, v, req)
+}
+
+func validateUnheld(p *guard.Pipeline, v cluster.View, req *guard.Request) *guard.Decision {
 	d, err := p.Validate(context.Background(), req, v)
 	Expect(err).NotTo(HaveOccurred())
 	return d

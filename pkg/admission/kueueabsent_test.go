@@ -64,7 +64,7 @@ var _ = Describe("while Kueue is not serving", func() {
 	})
 
 	It("denies on the validating path a queued workload that reached it running (another mutating webhook resumed it)", func() {
-		d := validate(built(config.Default()), gone(), create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj()))
+		d := validateUnheld(built(config.Default()), gone(), create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj()))
 		Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}))
 	})
 
@@ -143,10 +143,12 @@ var _ = Describe("while Kueue is not serving", func() {
 		Expect(absentRules(validate(built(config.Default()), gone(), byKueue))).To(BeEmpty())
 	})
 
-	It("changes nothing while Kueue serves", func() {
+	It("leaves the hold to kueue-hold, Kueue's own, while Kueue serves", func() {
 		req := create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj())
 		d := mutate(built(config.Default()), view(ns("t", nil, nil), lq("t", "q")), req)
 		Expect(absentRules(d)).To(BeEmpty())
-		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeFalse())
+		Expect(d.AuditAnnotations).NotTo(HaveKey("kueue-absent"))
+		Expect(d.AuditAnnotations).To(HaveKeyWithValue("kueue-hold", "set"))
+		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeTrue())
 	})
 })

@@ -20,7 +20,7 @@ var _ = Describe("the rule registry", func() {
 		p, err := guard.Build(config.Default(), "kueue-guard-system", policyStep{})
 		Expect(err).NotTo(HaveOccurred())
 		steps := p.StepNames()
-		Expect(guard.Rules()).To(HaveLen(18), "17 guard rules and the policy step's")
+		Expect(guard.Rules()).To(HaveLen(21), "20 guard rules and the policy step's")
 		for _, r := range guard.Rules() {
 			Expect(steps).To(ContainElement(r.Check), r.ID)
 			Expect(r.ID).To(HavePrefix(guard.RuleNamespace+"."), "built-in ids are in the kueue_guard namespace")

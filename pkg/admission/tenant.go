@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -77,8 +76,10 @@ var (
 	RuleUntrustedOwner = Register(Rule{
 		ID:    RuleNamespace + ".untrusted_owner",
 		Title: "Only a workload's controller creates its parts",
-		Doc: "An object whose controller owner is a kind Kueue manages, from a requester that is not in " +
-			"trust.controllers, is denied: Kueue would count it as part of the owner and never queue it.",
+		Doc: "An object whose controller owner is a kind Kueue manages (its frameworks and externalFrameworks), or a " +
+			"ReplicaSet (Kueue walks through one to its owner), from a requester that is not in trust.controllers, is " +
+			"denied, and so is such a requester's ReplicaSet owned by a kind Kueue manages: Kueue would count it as part " +
+			"of the owner and never queue it.",
 		Enforcement: EnforcementDeny,
 		Check:       ownerGuardName,
 	})
@@ -350,14 +351,13 @@ func replicas(obj *unstructured.Unstructured) int64 {
 	return n
 }
 
-// OwnerGuard denies an object that names a Kueue-managed controller owner when
-// the requester is not a trusted controller. Kueue takes such an object as part
-// of its owner's workload: it neither suspends nor gates it, whatever its queue
-// label, so a tenant who names their own small queued Job as the owner of a big
-// one would run the big one outside quota. Only the owner's controller creates
-// its parts, and its requests never reach this step (the pipeline and the match
-// condition leave them out). On UPDATE, only a changed controller owner is
-// judged, so existing objects are not wedged.
+// OwnerGuard denies an object whose controller owner Kueue would take it as
+// part of (ownerRole) when the requester is not a trusted controller. Kueue
+// neither suspends nor gates such an object, whatever its queue label, so a
+// tenant who names their own small queued Job as the owner of a big one, or a
+// ReplicaSet under it, would run the big one outside quota. Only the owner's
+// controller creates its parts, and its requests never reach this step (the
+// pipeline and the match condition leave them out).
 type OwnerGuard struct{}
 
 var _ Step = OwnerGuard{}
@@ -369,22 +369,12 @@ func (OwnerGuard) Name() string { return ownerGuardName }
 func (OwnerGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
 
 // Validate implements ValidationStep.
-func (OwnerGuard) Validate(_ context.Context, req *Request, t Target, _ cluster.View, d *Decision) error {
+func (OwnerGuard) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
 	if t.TrustedController {
 		return nil
 	}
-	owner := metav1.GetControllerOfNoCopy(req.Object)
-	if owner == nil || !integrations.IsManagedOwner(owner.APIVersion, owner.Kind) {
-		return nil
+	if msg := ownerDenial(req, t.Integration.GVK.Kind, view); msg != "" {
+		d.Deny(RuleUntrustedOwner, field.NewPath("metadata", "ownerReferences"), msg)
 	}
-	if req.Operation == admissionv1.Update && req.OldObject != nil {
-		if old := metav1.GetControllerOfNoCopy(req.OldObject); old != nil && old.UID == owner.UID {
-			return nil
-		}
-	}
-	d.Deny(RuleUntrustedOwner, field.NewPath("metadata", "ownerReferences"), fmt.Sprintf(
-		"%s %q names %s %q as its controller owner, but only that workload's controller may create its parts: "+
-			"Kueue would count it as part of %q and never queue it; remove the owner reference "+
-			"(an admin adds a controller's identity to trust.controllers)", t.Integration.GVK.Kind, req.Name, owner.Kind, owner.Name, owner.Name))
 	return nil
 }

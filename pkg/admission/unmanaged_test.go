@@ -79,7 +79,9 @@ var _ = Describe("workloads Kueue holds without a queue", func() {
 
 		holds := kueueConfigMap("batch/job")
 		holds.Data["controller_manager_config.yaml"] += "manageJobsWithoutQueueName: true\n"
-		d := validate(built(cfg), view(holds, ns("free", nil, nil)), req)
+		// Kueue's webhook suspends it, as the API server then sends it.
+		held := create(fixtures.Job("free", "j").Set(true, "spec", "suspend").Obj())
+		d := validate(built(cfg), view(holds, ns("free", nil, nil)), held)
 		Expect(rules(d)).To(Equal([]string{guard.RuleUnqueuedWorkload + "/warn"}))
 		Expect(d.Warnings[0]).To(ContainSubstring("Kueue holds it"))
 	})

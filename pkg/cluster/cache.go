@@ -240,8 +240,11 @@ func stripDeployment(obj any) (any, error) {
 type InformerView struct {
 	cache          cache.Cache
 	kueueNamespace string
-	kueueConfig    atomic.Pointer[parsedKueueConfig]
-	serving        atomic.Pointer[servingState]
+	// ownMutating names kueue-guard's mutating webhook configuration, to
+	// tell which of Kueue's run before it (KueueWebhooksFirst).
+	ownMutating string
+	kueueConfig atomic.Pointer[parsedKueueConfig]
+	serving     atomic.Pointer[servingState]
 	// optional are the kinds served by CRDs, whose informers follow them.
 	optional *optionalKinds
 	// kueue are Kueue's kinds among them.
@@ -374,15 +377,29 @@ func (v *InformerView) KueueServing() bool {
 	if s := v.serving.Load(); s != nil && now-s.at < int64(servingTTL) {
 		return s.serving
 	}
-	serving := false
-	if v.QueuesKnown() {
-		list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-		if err := v.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err == nil {
-			serving = kueueorder.Registered(list.Items)
+	state := &servingState{at: now}
+	list := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := v.cache.List(context.Background(), list, client.UnsafeDisableDeepCopy); err == nil {
+		state.serving = v.QueuesKnown() && kueueorder.Registered(list.Items)
+		for _, p := range kueueorder.Check(v.ownMutating, list.Items) {
+			state.first = append(state.first, p.Configuration)
 		}
 	}
-	v.serving.Store(&servingState{at: now, serving: serving})
-	return serving
+	v.serving.Store(state)
+	return state.serving
+}
+
+// SetOwnMutatingConfiguration names kueue-guard's mutating webhook
+// configuration; call it before the view serves requests.
+func (v *InformerView) SetOwnMutatingConfiguration(name string) { v.ownMutating = name }
+
+// KueueWebhooksFirst implements View, from the same list as KueueServing.
+func (v *InformerView) KueueWebhooksFirst() []string {
+	v.KueueServing()
+	if s := v.serving.Load(); s != nil {
+		return s.first
+	}
+	return nil
 }
 
 // servingTTL is how long KueueServing keeps an answer.
@@ -391,6 +408,8 @@ const servingTTL = 250 * time.Millisecond
 type servingState struct {
 	at      int64
 	serving bool
+	// first are the configurations of Kueue's webhooks that run before ours.
+	first []string
 }
 
 // optionalReady says why an optional kind cannot be read yet, so that a

@@ -166,6 +166,9 @@ func (s *Snapshot) QueuesKnown() bool { return true }
 // KueueServing implements View: a snapshot judges as if Kueue were there.
 func (s *Snapshot) KueueServing() bool { return true }
 
+// KueueWebhooksFirst implements View: a snapshot does not know the order.
+func (s *Snapshot) KueueWebhooksFirst() []string { return nil }
+
 // TrainingRuntime implements View.
 func (s *Snapshot) TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool) {
 	u, ok := s.runtimes[runtimeKey{kind, namespace, name}]

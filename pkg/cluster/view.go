@@ -30,6 +30,12 @@ type View interface {
 	// (QueuesKnown) and its workload mutating webhooks are registered. While
 	// it is not, nothing but kueue-guard suspends a new queued workload.
 	KueueServing() bool
+	// KueueWebhooksFirst names the mutating webhook configurations of Kueue's
+	// workload webhooks that the API server calls before kueue-guard's, without
+	// reinvoking them (kueueorder.Check): Kueue's webhook then sees a workload
+	// before kueue-guard labels it, and holds nothing. Empty when the order is
+	// right or unknown.
+	KueueWebhooksFirst() []string
 	// LocalQueue returns a LocalQueue by namespace and name.
 	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
 	// ClusterQueue returns a ClusterQueue by name.

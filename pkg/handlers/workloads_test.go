@@ -65,7 +65,7 @@ var _ = Describe("the workload handlers", func() {
 	})
 
 	It("denies with a 422 Invalid whose causes carry field and [rule] message", func() {
-		raw, _ := json.Marshal(fixtures.AppWrapper("a", "w").Queue("q").Obj().Object)
+		raw, _ := json.Marshal(fixtures.AppWrapper("a", "w").Queue("q").Set(true, "spec", "suspend").Obj().Object)
 		resp := handlers.NewValidatingWorkloads(pipeline, view, metrics).Handle(context.Background(),
 			request(admissionv1.Create, metav1.GroupVersionKind{Group: "workload.codeflare.dev", Version: "v1beta2", Kind: "AppWrapper"}, raw))
 		Expect(resp.Allowed).To(BeFalse())

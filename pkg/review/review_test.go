@@ -10,7 +10,6 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
-	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -155,7 +154,7 @@ spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: bus
 		Expect(rules(rep.Objects[0])).NotTo(ContainElement("deny kueue_guard.priority_class_allowed"))
 	})
 
-	It("never panics on odd objects: a workload it cannot read is denied by policies.onError", func() {
+	It("never panics on odd objects: a workload it cannot read is denied", func() {
 		rep := run(review.Options{PolicyDir: shippedPolicies, State: stateFrom(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: q, namespace: team}
@@ -172,7 +171,8 @@ spec: {template: {spec: {containers: "nope"}}}
 `)
 		job := object(rep, "Job", "odd")
 		Expect(job.Status).To(Equal(review.StatusDenied))
-		Expect(rules(job)).To(ContainElement("deny " + policies.RulePolicyEvaluation))
+		// Kueue could not hold it either: refused before any policy reads it.
+		Expect(rules(job)).To(ContainElement("deny " + admission.RuleNotHeld))
 		Expect(object(rep, "Deployment", "odd").Status).To(Equal(review.StatusAllowed))
 	})
 

@@ -185,6 +185,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	view.SetOwnMutatingConfiguration(o.MutatingConfigurationName)
 	if err := mgr.Add(view); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,116 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
+)
+
+// ownerRole is what Kueue makes of a controller owner when it walks an
+// object's owners up to a workload it manages
+// (jobframework.FindAncestorJobManagedByKueue): a workload of its own, an
+// interim owner it walks through (a ReplicaSet, toward a Deployment or
+// whatever owns it), or neither (the walk stops).
+type ownerRole int
+
+const (
+	ownerNone ownerRole = iota
+	ownerManaged
+	ownerInterim
+)
+
+// replicaSetGVK is Kueue's one built-in interim owner.
+var replicaSetGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}
+
+// roleOf classifies a controller owner as Kueue's walk does: by exact
+// apiVersion and kind, against the catalog's frameworks, Kueue's
+// externalFrameworks ("Kind.version.group") and the ReplicaSet.
+func roleOf(ref *metav1.OwnerReference, view cluster.View) ownerRole {
+	if integrations.IsManagedOwner(ref.APIVersion, ref.Kind) {
+		return ownerManaged
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return ownerNone
+	}
+	gvk := gv.WithKind(ref.Kind)
+	if gvk == replicaSetGVK {
+		return ownerInterim
+	}
+	if cfg, ok := view.KueueConfig(); ok && slices.Contains(cfg.ExternalFrameworks, gvk.Kind+"."+gvk.Version+"."+gvk.Group) {
+		return ownerManaged
+	}
+	return ownerNone
+}
+
+// ownerDenial is the owner guard's message for an untrusted object whose
+// controller owner Kueue would take it as part of, or "" when there is none.
+// On UPDATE only a changed controller owner is judged, so existing objects are
+// not wedged.
+func ownerDenial(req *Request, kind string, view cluster.View) string {
+	owner := metav1.GetControllerOfNoCopy(req.Object)
+	if owner == nil {
+		return ""
+	}
+	role := roleOf(owner, view)
+	if role == ownerNone {
+		return ""
+	}
+	if req.Operation == admissionv1.Update && req.OldObject != nil {
+		if old := metav1.GetControllerOfNoCopy(req.OldObject); old != nil && old.UID == owner.UID {
+			return ""
+		}
+	}
+	if role == ownerInterim {
+		return fmt.Sprintf("%s %q names ReplicaSet %q as its controller owner, but only the ReplicaSet controller "+
+			"creates a ReplicaSet's pods: Kueue walks through a ReplicaSet to the workload that owns it and would count "+
+			"this as part of that workload, never queuing it; remove the owner reference", kind, req.Name, owner.Name)
+	}
+	return fmt.Sprintf("%s %q names %s %q as its controller owner, but only that workload's controller may create its "+
+		"parts: Kueue would count it as part of %q and never queue it; remove the owner reference "+
+		"(an admin adds a controller's identity to trust.controllers)", kind, req.Name, owner.Kind, owner.Name, owner.Name)
+}
+
+// InterimOwnerGuard denies, on the controller path, a ReplicaSet whose
+// controller owner is a workload Kueue manages, from anyone but a trusted
+// controller: Kueue walks through a ReplicaSet, so the pods it makes would be
+// counted as part of that workload (a tiny queued Job) and never gated.
+// ReplicaSets are not workloads kueue-guard queues, so the workload path
+// never sees them.
+type InterimOwnerGuard struct {
+	exempt Exemptions
+	trust  *trust.Matcher
+}
+
+var _ ValidationStep = InterimOwnerGuard{}
+
+// Name implements Step.
+func (InterimOwnerGuard) Name() string { return ownerGuardName }
+
+// Handles implements Step.
+func (InterimOwnerGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
+
+// Validate implements ValidationStep.
+func (g InterimOwnerGuard) Validate(_ context.Context, req *Request, _ Target, view cluster.View, d *Decision) error {
+	if req.Kind.GroupKind() != replicaSetGVK.GroupKind() || req.SubResource != "" || g.trust.Trusted(req.UserInfo) ||
+		(g.exempt != nil && g.exempt.IsExempt(req.Namespace)) {
+		return nil
+	}
+	owner := metav1.GetControllerOfNoCopy(req.Object)
+	if owner == nil || roleOf(owner, view) != ownerManaged {
+		return nil
+	}
+	if msg := ownerDenial(req, "ReplicaSet", view); msg != "" {
+		d.Deny(RuleUntrustedOwner, field.NewPath("metadata", "ownerReferences"), msg)
+	}
+	return nil
+}
