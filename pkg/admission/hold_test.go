@@ -23,7 +23,9 @@ import (
 // kueueFirst is a view in which Kueue's webhook runs before kueue-guard's.
 type kueueFirst struct{ cluster.View }
 
-func (kueueFirst) KueueWebhooksFirst() []string { return []string{"aks-kueue-mutating-webhook-configuration"} }
+func (kueueFirst) KueueWebhooksFirst() []string {
+	return []string{"aks-kueue-mutating-webhook-configuration"}
+}
 
 func workloadDecision(p *guard.Pipeline, v cluster.View, req *guard.Request) *guard.Decision {
 	d, err := p.Workload(context.Background(), req, v)

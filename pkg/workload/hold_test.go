@@ -55,7 +55,7 @@ var _ = Describe("Kueue's hold", func() {
 				"template": fixtures.Job("t", "j").Obj().Object["spec"].(map[string]any)["template"]}),
 		Entry("a Deployment: its template marked, labelled and queued", fixtures.Deployment("t", "d").Queue("q").Obj(),
 			[]string{"spec", "template", "metadata"}, map[string]any{
-				"labels": map[string]any{"app": "d", "kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "q"},
+				"labels":      map[string]any{"app": "d", "kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "q"},
 				"annotations": map[string]any{"kueue.x-k8s.io/pod-suspending-parent": "deployment"}}),
 		Entry("a StatefulSet: its template marked", fixtures.StatefulSet("t", "s").Queue("q").Obj(),
 			[]string{"spec", "template", "metadata"}, map[string]any{
