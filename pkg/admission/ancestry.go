@@ -12,7 +12,6 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // ownerRole is what Kueue makes of a controller owner when it walks an
@@ -80,16 +79,13 @@ func ownerDenial(req *Request, kind string, view cluster.View) string {
 		"(an admin adds a controller's identity to trust.controllers)", kind, req.Name, owner.Kind, owner.Name, owner.Name)
 }
 
-// InterimOwnerGuard denies, on the controller path, a ReplicaSet whose
-// controller owner is a workload Kueue manages, from anyone but a trusted
-// controller: Kueue walks through a ReplicaSet, so the pods it makes would be
-// counted as part of that workload (a tiny queued Job) and never gated.
-// ReplicaSets are not workloads kueue-guard queues, so the workload path
-// never sees them.
-type InterimOwnerGuard struct {
-	exempt Exemptions
-	trust  *trust.Matcher
-}
+// InterimOwnerGuard denies a ReplicaSet whose controller owner is a workload
+// Kueue manages, from anyone but a trusted controller: Kueue walks through a
+// ReplicaSet, so the pods it makes would be counted as part of that workload
+// (a tiny queued Job) and never gated. ReplicaSets are not workloads
+// kueue-guard queues: the validating path judges them with this step alone
+// (Pipeline.Validate).
+type InterimOwnerGuard struct{}
 
 var _ ValidationStep = InterimOwnerGuard{}
 
@@ -100,9 +96,8 @@ func (InterimOwnerGuard) Name() string { return ownerGuardName }
 func (InterimOwnerGuard) Handles(op admissionv1.Operation) bool { return createOrUpdate(op) }
 
 // Validate implements ValidationStep.
-func (g InterimOwnerGuard) Validate(_ context.Context, req *Request, _ Target, view cluster.View, d *Decision) error {
-	if req.Kind.GroupKind() != replicaSetGVK.GroupKind() || req.SubResource != "" || g.trust.Trusted(req.UserInfo) ||
-		(g.exempt != nil && g.exempt.IsExempt(req.Namespace)) {
+func (InterimOwnerGuard) Validate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
+	if t.TrustedController {
 		return nil
 	}
 	owner := metav1.GetControllerOfNoCopy(req.Object)
@@ -114,3 +109,11 @@ func (g InterimOwnerGuard) Validate(_ context.Context, req *Request, _ Target, v
 	}
 	return nil
 }
+
+// IsInterimOwner reports the kinds the validating path judges as Kueue's
+// interim owners, not as workloads.
+func IsInterimOwner(gk schema.GroupKind) bool { return gk == replicaSetGVK.GroupKind() }
+
+// InterimOwnerResource is the resource of Kueue's interim owner, for the
+// validating webhook's rules.
+var InterimOwnerResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}

@@ -43,11 +43,10 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		KueueHold{},
 		ReleaseGuard{},
 	}
-	exempt, trusted := configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers)
-	return NewPipeline(exempt, trusted, Steps{
+	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
 		// Suspension after defaulting: a defaulted queue counts.
 		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue), suspender, KueueHolder{}},
 		Validating:  append(validating, policies...),
-		Controllers: []ValidationStep{NewControllerGuard(cfg), InterimOwnerGuard{exempt: exempt, trust: trusted}},
+		Controllers: []ValidationStep{NewControllerGuard(cfg)},
 	}), nil
 }

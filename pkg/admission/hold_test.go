@@ -132,7 +132,7 @@ var _ = Describe("a ReplicaSet under a workload Kueue manages", func() {
 		func(obj *unstructured.Unstructured, user, namespace string, denied bool) {
 			obj.SetNamespace(namespace)
 			req := as(controllerRequest(obj, admissionv1.Create), user)
-			Expect(rules(guardControllers(built(config.Default()), view(), req))).To(
+			Expect(rules(validate(built(config.Default()), view(), req))).To(
 				Equal(map[bool][]string{true: {guard.RuleUntrustedOwner + "/deny"}, false: nil}[denied]))
 		},
 		Entry("a tenant's ReplicaSet under their Job", rs("Job"), tenantID, "t", true),

@@ -190,7 +190,7 @@ func (p *Pipeline) ValidateNeeds(e Envelope) bool {
 		return ok && e.Operation == admissionv1.Update
 	}
 	_, ok := integrations.Lookup(e.Kind)
-	return ok && e.SubResource == ""
+	return (ok || IsInterimOwner(e.Kind)) && e.SubResource == ""
 }
 
 // ScaleSubResource is the subresource the validating path judges besides the
@@ -203,11 +203,28 @@ func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View
 		return p.validateScale(ctx, req, view)
 	}
 	d := &Decision{}
+	if IsInterimOwner(req.Kind.GroupKind()) {
+		return p.validateInterim(ctx, req, view)
+	}
 	t, ok := p.target(req)
 	if !ok {
 		return d, nil
 	}
 	if err := run(ctx, p.steps.Validating, ValidationStep.Validate, req, t, view, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// validateInterim judges a ReplicaSet, an owner Kueue walks through to the
+// workload above it, by its owner alone: it is not a workload.
+func (p *Pipeline) validateInterim(ctx context.Context, req *Request, view cluster.View) (*Decision, error) {
+	d := &Decision{}
+	if req.Object == nil || req.SubResource != "" || p.exemptNamespace(req.Namespace) {
+		return d, nil
+	}
+	t := Target{TrustedController: p.trust.Trusted(req.UserInfo)}
+	if err := run(ctx, []ValidationStep{InterimOwnerGuard{}}, ValidationStep.Validate, req, t, view, d); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -27,8 +27,9 @@ var _ = Describe("generated chart files", func() {
 		Expect(hooks).To(HaveLen(3))
 		Expect(hooks["mutateWorkloads"].Name).To(Equal(webhookconfig.MutateWorkloadsWebhook))
 		Expect(hooks["mutateWorkloads"].Rules).To(Equal(webhookconfig.WorkloadRules(admissionregistrationv1.Create)))
-		Expect(hooks["validateWorkloads"].Rules).To(Equal(append(
-			webhookconfig.WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), webhookconfig.ScaleRules()...)))
+		Expect(hooks["validateWorkloads"].Rules).To(Equal(append(append(
+			webhookconfig.WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), webhookconfig.ScaleRules()...),
+			webhookconfig.InterimOwnerRule())))
 		Expect(hooks["validateKueueControllers"].Name).To(Equal(webhookconfig.ValidateKueueControllersWebhook))
 		Expect(hooks["validateKueueControllers"].Rules).To(Equal(webhookconfig.ControllerRules()))
 		for name := range map[string]bool{webhookconfig.MutateWorkloadsWebhook: true,

@@ -68,6 +68,17 @@ func WorkloadRules(ops ...admissionregistrationv1.OperationType) []admissionregi
 	return rules
 }
 
+// InterimOwnerRule is the admission rule for ReplicaSets, the owners Kueue
+// walks through to a workload: the validating path judges their owner.
+func InterimOwnerRule() admissionregistrationv1.RuleWithOperations {
+	r := admission.InterimOwnerResource
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule: admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version},
+			Resources: []string{r.Resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+	}
+}
+
 // ScaleRules are the admission rules for the scale subresource of the kinds
 // whose scale is judged as an update of the workload (ScaleJudged in the catalog).
 func ScaleRules() []admissionregistrationv1.RuleWithOperations {
@@ -180,9 +191,10 @@ func Validating(o Options) *admissionregistrationv1.ValidatingWebhookConfigurati
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: ValidatingName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    ValidateWorkloadsWebhook,
-			ClientConfig:            o.clientConfig(ValidateWorkloadsPath),
-			Rules:                   append(WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), ScaleRules()...),
+			Name:         ValidateWorkloadsWebhook,
+			ClientConfig: o.clientConfig(ValidateWorkloadsPath),
+			Rules: append(append(WorkloadRules(admissionregistrationv1.Create, admissionregistrationv1.Update), ScaleRules()...),
+				InterimOwnerRule()),
 			MatchConditions:         []admissionregistrationv1.MatchCondition{o.topLevel()},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),

@@ -1,0 +1,179 @@
+package tenant
+
+import (
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// Only Kueue releases a queued workload: what the tenant writes into the
+// object (Kueue's own markers, owners Kueue walks through) and the order of
+// the webhooks must not leave a workload stored unheld. Each spec checks the
+// object as the API server stored it, with the real Kueue manager and its
+// webhooks in front.
+var _ = Describe("only Kueue releases a queued workload", func() {
+	gated := func(p *corev1.Pod) bool {
+		for _, g := range p.Spec.SchedulingGates {
+			if g.Name == integrations.KueueAdmissionGate {
+				return true
+			}
+		}
+		return false
+	}
+	heldPod := func() *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"),
+			Labels: map[string]string{integrations.QueueNameLabel: heldLQ}}, Spec: podSpec(0)}
+		Expect(alice.Create(ctx, p)).To(Succeed())
+		Expect(gated(get(p).(*corev1.Pod))).To(BeTrue(), "Kueue gated it")
+		return p
+	}
+
+	Describe("Kueue's markers, written by the tenant", func() {
+		It("refuses them at create where Kueue would not write them", func() {
+			claimsParent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"),
+				Annotations: map[string]string{"kueue.x-k8s.io/pod-suspending-parent": "deployment"}}, Spec: podSpec(4)}
+			denied(alice.Create(ctx, claimsParent), admission.RuleKueueMarker)
+
+			prebuilt := queued(job(1, 4), queue).(*batchv1.Job)
+			prebuilt.Labels["kueue.x-k8s.io/prebuilt-workload-name"] = "someone-elses"
+			denied(alice.Create(ctx, prebuilt), admission.RuleKueueMarker)
+		})
+
+		It("accepts the one Kueue itself writes, and the pod group labels users write", func() {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"),
+				Labels: map[string]string{integrations.QueueNameLabel: heldLQ, "kueue.x-k8s.io/managed": "true"}}, Spec: podSpec(0)}
+			Expect(alice.Create(ctx, p)).To(Succeed())
+			Expect(gated(get(p).(*corev1.Pod))).To(BeTrue())
+		})
+
+		It("refuses removing the managed label or Kueue's gate by a patch", func() {
+			p := heldPod()
+			unmarked := p.DeepCopy()
+			delete(unmarked.Labels, "kueue.x-k8s.io/managed")
+			denied(alice.Patch(ctx, unmarked, client.MergeFrom(p)), admission.RuleKueueMarker)
+
+			ungated := p.DeepCopy()
+			ungated.Spec.SchedulingGates = nil
+			denied(alice.Patch(ctx, ungated, client.MergeFrom(p)), admission.RuleOnlyKueueReleases)
+			Expect(gated(get(p).(*corev1.Pod))).To(BeTrue())
+		})
+
+		It("refuses resuming a queued Job, which Kueue has not admitted", func() {
+			j := queued(job(1, 0), heldLQ).(*batchv1.Job)
+			Expect(alice.Create(ctx, j)).To(Succeed())
+			suspendedInQueue(j, heldLQ)
+			resumed := j.DeepCopy()
+			resumed.Spec.Suspend = ptr.To(false)
+			denied(alice.Patch(ctx, resumed, client.MergeFrom(j)), admission.RuleOnlyKueueReleases)
+			suspendedInQueue(j, heldLQ)
+		})
+	})
+
+	Describe("owner chains Kueue walks through a ReplicaSet", func() {
+		It("refuses a tenant's ReplicaSet under their small queued Job, and objects under a ReplicaSet", func() {
+			parent := queued(job(1, 0), heldLQ).(*batchv1.Job)
+			Expect(alice.Create(ctx, parent)).To(Succeed())
+			get(parent)
+			owner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.Name, UID: parent.UID, Controller: ptr.To(true)}}
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("rs"), OwnerReferences: owner},
+				Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rs"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rs"}}, Spec: corev1.PodSpec{Containers: podSpec(4).Containers}}}}
+			denied(alice.Create(ctx, rs), admission.RuleUntrustedOwner)
+
+			// An existing ReplicaSet (here the admin's, under no workload):
+			// pods and Jobs a tenant hangs under it are refused too.
+			mine := rs.DeepCopy()
+			mine.Name, mine.OwnerReferences = name("rs"), nil
+			mine.Spec.Replicas = ptr.To[int32](0)
+			Expect(admin.Create(ctx, mine)).To(Succeed())
+			underRS := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: mine.Name, UID: mine.UID, Controller: ptr.To(true)}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"), OwnerReferences: underRS}, Spec: podSpec(4)}
+			denied(alice.Create(ctx, pod), admission.RuleUntrustedOwner)
+			big := job(1, 4)
+			big.OwnerReferences = underRS
+			denied(alice.Create(ctx, big), admission.RuleUntrustedOwner)
+		})
+	})
+
+	Describe("with Kueue's mutating webhook configuration sorting first, as an aks-kueue release's does", func() {
+		var warnings *testenv.Warnings
+		var warned client.Client
+
+		BeforeEach(func() {
+			kueueCfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			Expect(admin.Get(ctx, client.ObjectKey{Name: testenv.KueueMutatingWebhookConfiguration}, kueueCfg)).To(Succeed())
+			first := kueueCfg.DeepCopy()
+			first.ObjectMeta = metav1.ObjectMeta{Name: "aks-kueue-mutating-webhook-configuration"}
+			Expect(first.Name < webhookconfig.MutatingName).To(BeTrue())
+			Expect(admin.Create(ctx, first)).To(Succeed())
+			Expect(admin.Delete(ctx, kueueCfg)).To(Succeed())
+			DeferCleanup(func() {
+				kueueCfg.ResourceVersion = ""
+				Expect(client.IgnoreAlreadyExists(admin.Create(ctx, kueueCfg))).To(Succeed())
+				Expect(client.IgnoreNotFound(admin.Delete(ctx, first))).To(Succeed())
+			})
+			warnings = &testenv.Warnings{}
+			c := rest.CopyConfig(env.Config)
+			c.Impersonate = rest.ImpersonationConfig{UserName: tenant, Groups: []string{"system:authenticated"}}
+			c.WarningHandler = warnings
+			var err error
+			warned, err = client.New(c, client.Options{Scheme: env.Scheme})
+			Expect(err).NotTo(HaveOccurred())
+			// kueue-guard sees the new order in its cache, then names it.
+			Eventually(func() string {
+				_ = warned.Create(ctx, job(1, 0), client.DryRunAll)
+				return warnings.Take()
+			}, 30*time.Second).Should(ContainSubstring("aks-kueue-mutating-webhook-configuration"))
+		})
+
+		It("a defaulted Job is stored suspended, and Kueue admits and resumes it", func() {
+			j := job(1, 0)
+			Expect(warned.Create(ctx, j)).To(Succeed())
+			Expect(warnings.Take()).To(ContainSubstring("webhooks.mutatingName"))
+			suspendedInQueue(j, queue)
+			Eventually(func(g Gomega) {
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
+				g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted and resumed it")
+			}, 2*time.Minute).Should(Succeed())
+		})
+
+		It("a defaulted Pod is stored gated and marked, and Kueue admits and ungates it", func() {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod")}, Spec: podSpec(0)}
+			Expect(warned.Create(ctx, p)).To(Succeed())
+			get(p)
+			Expect(p.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			Expect(p.Labels).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
+			Expect(gated(p)).To(BeTrue())
+			Eventually(func(g Gomega) {
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+				g.Expect(gated(p)).To(BeFalse(), "Kueue admitted and ungated it")
+			}, 2*time.Minute).Should(Succeed())
+		})
+
+		It("a defaulted Deployment's pods are gated by Kueue, as their template is marked", func() {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "order-first"}},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "order-first"}},
+						Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+			Expect(warned.Create(ctx, d)).To(Succeed())
+			get(d)
+			Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("kueue.x-k8s.io/pod-suspending-parent", "deployment"))
+			Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+		})
+	})
+})
