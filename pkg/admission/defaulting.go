@@ -133,6 +133,11 @@ func (r *QueueResolver) Resolve(namespace string, obj workloadObject, view clust
 	if _, ok := view.LocalQueue(namespace, KueueDefaultLocalQueue); ok {
 		return &QueueChoice{LocalQueue: KueueDefaultLocalQueue, PriorityClass: priority, Source: SourceKueueDefault, Exists: true}
 	}
+	if view.KueueDefaultQueueRemembered(namespace) {
+		// Kueue's API is away (uninstalled, reinstalling): the namespace is
+		// still owed the queue it had, and waits for it.
+		return &QueueChoice{LocalQueue: KueueDefaultLocalQueue, PriorityClass: priority, Source: SourceKueueDefault}
+	}
 	return nil
 }
 

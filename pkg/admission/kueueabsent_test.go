@@ -152,3 +152,39 @@ var _ = Describe("while Kueue is not serving", func() {
 		Expect(suspendedAt(result(req, d), "spec", "suspend")).To(BeTrue())
 	})
 })
+
+// uninstalled is a view in which Kueue's API is gone (its CRDs deleted) after
+// the namespace "owed" had Kueue's default LocalQueue.
+type uninstalled struct{ cluster.View }
+
+func (uninstalled) KueueServing() bool { return false }
+
+func (uninstalled) QueuesKnown() bool { return false }
+
+func (uninstalled) KueueDefaultQueueRemembered(ns string) bool { return ns == "owed" }
+
+var _ = Describe("while Kueue's API is gone", func() {
+	v := func() cluster.View { return uninstalled{view(ns("owed", nil, nil), ns("never", nil, nil))} }
+
+	It("still owes a namespace the default LocalQueue it had, and holds the workload for it", func() {
+		req := create(fixtures.Job("owed", "j").Obj())
+		d := workloadDecision(built(config.Default()), v(), req)
+		Expect(d.Allowed()).To(BeTrue(), "%v", d.Violations)
+		out := result(req, d)
+		Expect(out.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, "default"))
+		suspended, _, _ := unstructured.NestedBool(out.Object, "spec", "suspend")
+		Expect(suspended).To(BeTrue(), "held until Kueue is back to admit it")
+	})
+
+	It("refuses an unqueued workload there when defaulting did not run", func() {
+		d := validateUnheld(built(config.Default()), v(), create(fixtures.Job("owed", "j").Obj()))
+		Expect(rules(d)).To(ContainElement(guard.RuleDefaultingBackstop + "/deny"))
+	})
+
+	It("owes nothing where Kueue's default LocalQueue never was", func() {
+		req := create(fixtures.Job("never", "j").Obj())
+		d := workloadDecision(built(config.Default()), v(), req)
+		Expect(d.Allowed()).To(BeTrue())
+		Expect(result(req, d).GetLabels()).NotTo(HaveKey(integrations.QueueNameLabel))
+	})
+})

@@ -28,7 +28,7 @@ var (
 		Title: "Kueue's markers are Kueue's",
 		Doc: "The labels and annotations Kueue writes for itself and acts on (kueue.x-k8s.io/managed, " +
 			"pod-suspending-parent, role-hash, prebuilt-workload-name, multikueue-origin and Kueue's TAS and stopping " +
-			"bookkeeping; docs/rules.md lists them) are refused from anyone but the trusted controllers: on a new object, " +
+			"bookkeeping; listed below) are refused from anyone but the trusted controllers: on a new object, " +
 			"unless Kueue's own hold of that object writes the same value there; on an update, any change to them.",
 		Enforcement: EnforcementDeny,
 		Check:       releaseGuardName,

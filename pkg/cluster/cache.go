@@ -158,7 +158,7 @@ func stripToMetadata(obj any) (any, error) {
 func keptMetadata(u *unstructured.Unstructured) map[string]any {
 	meta := map[string]any{}
 	m, _ := u.Object["metadata"].(map[string]any)
-	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion", "creationTimestamp"} {
+	for _, k := range []string{"name", "namespace", "uid", "labels", "ownerReferences", "resourceVersion", "creationTimestamp", "deletionTimestamp"} {
 		if v, ok := m[k]; ok {
 			meta[k] = v
 		}
@@ -256,6 +256,9 @@ type InformerView struct {
 	// only when it moved.
 	generation atomic.Int64
 	capacity   atomic.Pointer[computedCapacity]
+	// defaults are the namespaces with Kueue's default LocalQueue, kept
+	// while Kueue's API is away.
+	defaults defaultQueues
 }
 
 // computedCapacity is Capacities at one generation.
@@ -308,6 +311,13 @@ func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) 
 		if capacityInput[gvk] {
 			k.onStart = func(inf toolscache.SharedIndexInformer) error {
 				_, err := inf.AddEventHandler(bump)
+				return err
+			}
+		}
+		if gvk == kueue.SchemeGroupVersion.WithKind("LocalQueue") {
+			k.onStart = func(inf toolscache.SharedIndexInformer) error {
+				v.defaults.reset()
+				_, err := inf.AddEventHandler(v.defaults.handler(v.crdLeaving))
 				return err
 			}
 		}

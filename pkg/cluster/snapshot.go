@@ -166,6 +166,10 @@ func (s *Snapshot) QueuesKnown() bool { return true }
 // KueueServing implements View: a snapshot judges as if Kueue were there.
 func (s *Snapshot) KueueServing() bool { return true }
 
+// KueueDefaultQueueRemembered implements View: a snapshot knows its queues
+// or has none.
+func (s *Snapshot) KueueDefaultQueueRemembered(string) bool { return false }
+
 // KueueWebhooksFirst implements View: a snapshot does not know the order.
 func (s *Snapshot) KueueWebhooksFirst() []string { return nil }
 

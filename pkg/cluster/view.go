@@ -36,6 +36,11 @@ type View interface {
 	// before kueue-guard labels it, and holds nothing. Empty when the order is
 	// right or unknown.
 	KueueWebhooksFirst() []string
+	// KueueDefaultQueueRemembered reports, while Kueue's queues cannot be read
+	// (QueuesKnown is false), whether the namespace had Kueue's LocalQueue
+	// named "default" when they last could: its workloads are still owed that
+	// queue.
+	KueueDefaultQueueRemembered(namespace string) bool
 	// LocalQueue returns a LocalQueue by namespace and name.
 	LocalQueue(namespace, name string) (*kueue.LocalQueue, bool)
 	// ClusterQueue returns a ClusterQueue by name.

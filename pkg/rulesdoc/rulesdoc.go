@@ -13,6 +13,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // File is the table's path relative to the repository root.
@@ -49,6 +50,16 @@ func Markdown(root string) ([]byte, error) {
 			check += "; CEL twin `" + r.CEL.Name + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.ID, cell(r.Title), r.Enforcement, check, cell(r.Doc))
+	}
+	b.WriteString("\n### Kueue's reserved markers\n\n")
+	b.WriteString("The labels and annotations `" + admission.RuleKueueMarker + "` keeps Kueue's: Kueue v0.19 writes them for\n")
+	b.WriteString("itself and acts on them. On a new object a tenant may carry one only where Kueue's own hold of that object\n")
+	b.WriteString("writes the same value; no tenant update may add, change or remove one. Every other `kueue.x-k8s.io/` key\n")
+	b.WriteString("is one Kueue's docs ask users to write (queue-name, priority-class, max-exec-time-seconds, the pod-group\n")
+	b.WriteString("keys of plain pod groups, pod-group-serving, retriable-in-group, elastic-job, job-min-parallelism, the\n")
+	b.WriteString("podset-* topology requests, safe-to-forcefully-delete, admission-gated-by).\n\n")
+	for _, k := range workload.ReservedMarkers {
+		fmt.Fprintf(&b, "- `%s`\n", k)
 	}
 	b.WriteString("\n## Shipped policies\n\n")
 	b.WriteString("Rego policies in `policies/`, loaded by the chart by default; their METADATA gives the title, the\n")
