@@ -94,4 +94,3 @@ func (v *InformerView) crdLeaving() bool {
 func (v *InformerView) KueueDefaultQueueRemembered(namespace string) bool {
 	return !v.QueuesKnown() && v.defaults.has(namespace)
 }
-
