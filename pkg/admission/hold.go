@@ -54,9 +54,19 @@ func (KueueHold) Name() string { return kueueHoldName }
 func (KueueHold) Handles(op admissionv1.Operation) bool { return op == admissionv1.Create }
 
 // Settled implements Settler: a kind Kueue does not hold by itself (CronJob)
-// has nothing to set; every other kind needs the whole object.
-func (KueueHolder) Settled(_ string, in *integrations.Integration, _ map[string]string, _ cluster.View) bool {
-	return !workload.Holdable(in)
+// has nothing to set, and neither has a workload whose requester set its queue
+// where Kueue reads it while Kueue's webhook runs after ours: Kueue sees the
+// queue whatever the order, and holds it itself (kueueSeesQueue).
+func (KueueHolder) Settled(_ string, in *integrations.Integration, own map[string]string, view cluster.View) bool {
+	return !workload.Holdable(in) || (own[integrations.QueueNameLabel] != "" && len(view.KueueWebhooksFirst()) == 0)
+}
+
+// kueueSeesQueue reports whether Kueue's webhook holds the workload itself:
+// the requester set the queue at the kind's own place (kueue-guard did not
+// default it in this request), and Kueue's webhook runs after ours.
+func kueueSeesQueue(req *Request, in *integrations.Integration, view cluster.View, d *Decision) bool {
+	return d.Defaulted == nil && workload.OwnLabel(req.Object, in, integrations.QueueNameLabel) != "" &&
+		len(view.KueueWebhooksFirst()) == 0
 }
 
 // applies reports whether Kueue's webhook, serving, would hold the new
@@ -77,7 +87,7 @@ func kueueWouldHold(req *Request, t Target, view cluster.View) bool {
 
 // Mutate implements MutationStep.
 func (h KueueHolder) Mutate(_ context.Context, req *Request, t Target, view cluster.View, d *Decision) error {
-	if !h.applies(req, t, view) {
+	if !h.applies(req, t, view) || kueueSeesQueue(req, t.Integration, view, d) {
 		return nil
 	}
 	// A suspended kind is held by one field; a Pod's or a template's hold

@@ -53,6 +53,17 @@ var _ = Describe("Kueue's hold", func() {
 		Expect(d.Warnings).To(ContainElement(ContainSubstring("webhooks.mutatingName")))
 	})
 
+	It("is left to Kueue's webhook where it runs after ours and sees the requester's queue: the fast path", func() {
+		p, v := built(config.Default()), view(objs()...)
+		req := as(create(fixtures.Job("owed", "j").Queue("q").Obj()), tenantID)
+		Expect(p.MutateSettled(guard.Envelope{Operation: admissionv1.Create, Kind: req.Kind.GroupKind(), Namespace: "owed"},
+			req.Object.GetLabels(), v)).To(BeTrue())
+		Expect(mutate(p, v, req).Patch).To(BeEmpty())
+		defaulted := as(create(fixtures.Job("owed", "j").Obj()), tenantID)
+		d := mutate(p, v, defaulted)
+		Expect(heldAfter(defaulted, d)).To(BeTrue(), "what kueue-guard labels, it holds: the order cannot matter")
+	})
+
 	It("warns about the order only where Kueue could not see the queue", func() {
 		d := workloadDecision(built(config.Default()), kueueFirst{view(objs()...)}, as(create(fixtures.Job("owed", "j").Queue("q").Obj()), tenantID))
 		Expect(d.Warnings).NotTo(ContainElement(ContainSubstring("webhooks.mutatingName")))

@@ -145,7 +145,7 @@ var _ = Describe("while Kueue is not serving", func() {
 
 	It("leaves the hold to kueue-hold, Kueue's own, while Kueue serves", func() {
 		req := create(fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj())
-		d := mutate(built(config.Default()), view(ns("t", nil, nil), lq("t", "q")), req)
+		d := mutate(built(config.Default()), kueueFirst{view(ns("t", nil, nil), lq("t", "q"))}, req)
 		Expect(absentRules(d)).To(BeEmpty())
 		Expect(d.AuditAnnotations).NotTo(HaveKey("kueue-absent"))
 		Expect(d.AuditAnnotations).To(HaveKeyWithValue("kueue-hold", "set"))
