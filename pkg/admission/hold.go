@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -138,4 +139,26 @@ func (h KueueHold) Validate(_ context.Context, req *Request, t Target, view clus
 		"%s %q would be admitted by Kueue but arrives not held (%s), so it would run before Kueue admits it: %s; "+
 			"retry, or create it held", in.GVK.Kind, req.Name, missing, why))
 	return nil
+}
+
+// kueueWebhook is what Kueue's own webhook makes of a new workload after
+// kueue-guard's mutation, for Workload, which runs both paths without an API
+// server: the held copy Kueue would send on, or nil when Kueue would change
+// nothing (or cannot hold it: then the validating path says so).
+func (p *Pipeline) kueueWebhook(req *Request, view cluster.View) *unstructured.Unstructured {
+	if req.Operation != admissionv1.Create {
+		return nil
+	}
+	t, ok := p.target(req)
+	if !ok || !(KueueHold{}).applies(req, t, view) {
+		return nil
+	}
+	if held, _ := workload.Held(req.Object, t.Integration); held {
+		return nil
+	}
+	obj := req.Object.DeepCopy()
+	if _, err := workload.Hold(obj, t.Integration); err != nil {
+		return nil
+	}
+	return obj
 }

@@ -289,6 +289,9 @@ func (p *Pipeline) Workload(ctx context.Context, req *Request, view cluster.View
 	if m.Object != nil {
 		validated.Object, validated.Raw = m.Object, nil
 	}
+	if held := p.kueueWebhook(&validated, view); held != nil {
+		validated.Object, validated.Raw = held, nil
+	}
 	v, err := p.Validate(ctx, &validated, view)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,8 @@ import (
 // (reads may run concurrently).
 type Snapshot struct {
 	kueueNamespace string
+	// kueueAway is set for a cluster without Kueue serving.
+	kueueAway bool
 	namespaces     map[string]*corev1.Namespace
 	localQueues    map[types.NamespacedName]*kueue.LocalQueue
 	clusterQueues  map[string]*kueue.ClusterQueue
@@ -163,8 +165,13 @@ func (s *Snapshot) LimitRanges(namespace string) []corev1.LimitRange {
 // QueuesKnown implements View: a snapshot holds every queue there is.
 func (s *Snapshot) QueuesKnown() bool { return true }
 
-// KueueServing implements View: a snapshot judges as if Kueue were there.
-func (s *Snapshot) KueueServing() bool { return true }
+// KueueServing implements View: a snapshot judges as if Kueue were there,
+// unless told otherwise (SetKueueServing).
+func (s *Snapshot) KueueServing() bool { return !s.kueueAway }
+
+// SetKueueServing says whether Kueue serves in the cluster the snapshot
+// stands for; it does by default.
+func (s *Snapshot) SetKueueServing(serving bool) { s.kueueAway = !serving }
 
 // KueueDefaultQueueRemembered implements View: a snapshot knows its queues
 // or has none.

@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"maps"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -393,6 +395,16 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 				return nil, err
 			}
 		}
+	}
+
+	// Whether Kueue serves: the webhook holds what Kueue would hold only
+	// then. A reader who may not list webhook configurations reviews as if
+	// it did, with a note.
+	hooks := &admissionregistrationv1.MutatingWebhookConfigurationList{}
+	if err := c.List(ctx, hooks); err != nil {
+		s.Notes = append(s.Notes, "mutating webhook configurations not readable ("+err.Error()+"): reviewed as if Kueue's webhooks were serving")
+	} else {
+		s.Snapshot.SetKueueServing(kueueorder.Registered(hooks.Items))
 	}
 
 	var missingCRDs []string

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -12,6 +14,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
@@ -152,6 +155,9 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		Expect(manifests).NotTo(BeEmpty())
 		state, errs := review.LoadStateFile(statePath, cfg.KueueNamespace)
 		Expect(errs).To(BeEmpty())
+		// No Kueue serves here, and the state file cannot say so: the
+		// reviewer is told, as a live listing finds out itself.
+		state.Snapshot.SetKueueServing(false)
 		var err error
 		report, err = review.Review(ctx, review.Options{Config: cfg, PolicyDir: policyDir, State: state, User: user,
 			OwnNamespace: ownNamespace}, manifests, nil)
@@ -261,7 +267,13 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		var out, errOut bytes.Buffer
 		kube := review.NewKubeFlags()
 		*kube.KubeConfig = env.KubeconfigPath
-		c := &review.CLI{Files: []string{corpusDir}, ConfigFile: configPath, PolicyDir: policyDir, LiveCluster: true, Kube: kube,
+		// The suite's configuration (kueueAbsent: allow, as no Kueue serves
+		// here, which the live listing finds out).
+		data, err := yaml.Marshal(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		suiteConfig := filepath.Join(GinkgoT().TempDir(), "config.yaml")
+		Expect(os.WriteFile(suiteConfig, data, 0o600)).To(Succeed())
+		c := &review.CLI{Files: []string{corpusDir}, ConfigFile: suiteConfig, PolicyDir: policyDir, LiveCluster: true, Kube: kube,
 			Output: review.FormatJSON, As: user.Username, AsGroups: user.Groups, OwnNamespace: ownNamespace}
 		code, _ := c.Run(ctx, nil, nil, nil, &out, &errOut)
 		Expect(errOut.String()).To(BeEmpty())
