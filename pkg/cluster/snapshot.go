@@ -27,7 +27,7 @@ import (
 type Snapshot struct {
 	kueueNamespace string
 	// kueueAway is set for a cluster without Kueue serving.
-	kueueAway bool
+	kueueAway      bool
 	namespaces     map[string]*corev1.Namespace
 	localQueues    map[types.NamespacedName]*kueue.LocalQueue
 	clusterQueues  map[string]*kueue.ClusterQueue

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -206,7 +207,7 @@ func gateTopology(obj *unstructured.Unstructured) ([]jsonpatch.Operation, error)
 func addFinalizer(obj *unstructured.Unstructured, name string) ([]jsonpatch.Operation, error) {
 	meta, ok := obj.Object["metadata"].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("metadata is not an object")
+		return nil, errors.New("metadata is not an object")
 	}
 	switch fins := meta["finalizers"].(type) {
 	case nil:
@@ -219,6 +220,6 @@ func addFinalizer(obj *unstructured.Unstructured, name string) ([]jsonpatch.Oper
 		meta["finalizers"] = append(fins, name)
 		return []jsonpatch.Operation{jsonpatch.NewOperation("add", "/metadata/finalizers/-", name)}, nil
 	default:
-		return nil, fmt.Errorf("metadata.finalizers is not a list")
+		return nil, errors.New("metadata.finalizers is not a list")
 	}
 }

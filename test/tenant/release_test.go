@@ -78,7 +78,7 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			Expect(alice.Create(ctx, j)).To(Succeed())
 			suspendedInQueue(j, heldLQ)
 			resumed := j.DeepCopy()
-			resumed.Spec.Suspend = ptr.To(false)
+			resumed.Spec.Suspend = new(false)
 			denied(alice.Patch(ctx, resumed, client.MergeFrom(j)), admission.RuleOnlyKueueReleases)
 			suspendedInQueue(j, heldLQ)
 		})
@@ -89,7 +89,7 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			parent := queued(job(1, 0), heldLQ).(*batchv1.Job)
 			Expect(alice.Create(ctx, parent)).To(Succeed())
 			get(parent)
-			owner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.Name, UID: parent.UID, Controller: ptr.To(true)}}
+			owner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.Name, UID: parent.UID, Controller: new(true)}}
 			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("rs"), OwnerReferences: owner},
 				Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "rs"}},
 					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "rs"}}, Spec: corev1.PodSpec{Containers: podSpec(4).Containers}}}}
@@ -101,7 +101,7 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			mine.Name, mine.OwnerReferences = name("rs"), nil
 			mine.Spec.Replicas = ptr.To[int32](0)
 			Expect(admin.Create(ctx, mine)).To(Succeed())
-			underRS := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: mine.Name, UID: mine.UID, Controller: ptr.To(true)}}
+			underRS := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: mine.Name, UID: mine.UID, Controller: new(true)}}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod"), OwnerReferences: underRS}, Spec: podSpec(4)}
 			denied(alice.Create(ctx, pod), admission.RuleUntrustedOwner)
 			big := job(1, 4)
