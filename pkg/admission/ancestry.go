@@ -12,6 +12,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // ownerRole is what Kueue makes of a controller owner when it walks an
@@ -117,3 +118,35 @@ func IsInterimOwner(gk schema.GroupKind) bool { return gk == replicaSetGVK.Group
 // InterimOwnerResource is the resource of Kueue's interim owner, for the
 // validating webhook's rules.
 var InterimOwnerResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+
+// partOfManaged reports whether a trusted controller's object with a managed
+// controller owner is part of a workload Kueue manages, as Kueue's ancestry
+// walk decides: always, unless the owner is of a kind Kueue may ignore
+// (integrations.Integration.Ignorable). Then the owner must exist, be the one
+// the reference names, and be one Kueue manages (queued, or covered by
+// manageJobsWithoutQueueName, and not ignored): a RayJob on an existing
+// cluster is not, and the submitter Job KubeRay makes for it is judged, and
+// queued and held, as a workload of its own.
+func partOfManaged(req *Request, view cluster.View) (bool, error) {
+	owner := metav1.GetControllerOfNoCopy(req.Object)
+	if owner == nil {
+		return false, nil
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	if err != nil {
+		return false, nil
+	}
+	in, ok := integrations.Lookup(gv.WithKind(owner.Kind).GroupKind())
+	if !ok || !in.Ignorable {
+		return true, nil
+	}
+	parent, found, err := view.Parent(in.GVK, req.Namespace, owner.Name)
+	if err != nil {
+		return false, fmt.Errorf("looking up %s %s/%s: %w", owner.Kind, req.Namespace, owner.Name, err)
+	}
+	if !found || parent.GetUID() != owner.UID || kueueIgnores(parent, req.Namespace, in, view) != "" {
+		return false, nil
+	}
+	queuedParent := &Request{Namespace: req.Namespace}
+	return workload.QueueName(parent, in) != "" || kueueHoldsUnqueued(queuedParent, view), nil
+}

@@ -149,8 +149,8 @@ func (p *Pipeline) kueueWebhook(req *Request, view cluster.View) *unstructured.U
 	if req.Operation != admissionv1.Create {
 		return nil
 	}
-	t, ok := p.target(req)
-	if !ok || !(KueueHold{}).applies(req, t, view) {
+	t, ok, err := p.target(req, view)
+	if err != nil || !ok || !(KueueHold{}).applies(req, t, view) {
 		return nil
 	}
 	if held, _ := workload.Held(req.Object, t.Integration); held {

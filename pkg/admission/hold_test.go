@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -205,4 +207,51 @@ var _ = Describe("the hold property", func() {
 		}
 		Expect(n).To(BeNumerically(">", 500))
 	})
+})
+
+var _ = Describe("a trusted operator's child of a parent Kueue may ignore", func() {
+	const kuberay = "system:serviceaccount:ray-system:kuberay-operator"
+	rayJob := func(name, uid string, clusterSelector bool, queue string) *unstructured.Unstructured {
+		o := fixtures.RayJob("owed", name)
+		if queue != "" {
+			o = o.Queue(queue)
+		}
+		if clusterSelector {
+			o = o.Set(map[string]any{"ray.io/cluster": "shared"}, "spec", "clusterSelector")
+		}
+		obj := o.Obj()
+		obj.SetUID(types.UID(uid))
+		return obj
+	}
+	submitter := func(owner string) *guard.Request {
+		obj := fixtures.Job("owed", "submitter").ControlledBy("ray.io/v1", "RayJob", owner).Obj()
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: owner,
+			UID: "uid-" + types.UID(owner), Controller: new(true)}})
+		return as(create(obj), kuberay)
+	}
+	v := func() cluster.View {
+		return view(ns("owed", nil, map[string]string{guard.DefaultQueueAnnotation: "q"}), lq("owed", "q"),
+			rayJob("managed", "uid-managed", false, "q"), rayJob("on-cluster", "uid-on-cluster", true, ""),
+			rayJob("unqueued", "uid-unqueued", false, ""), rayJob("stale", "another-uid", false, "q"))
+	}
+
+	DescribeTable("is part of its parent only where Kueue manages the parent",
+		func(owner string, judged bool) {
+			req := submitter(owner)
+			d := workloadDecision(built(config.Default()), v(), req)
+			Expect(d.Allowed()).To(BeTrue(), "%v", d.Violations)
+			if !judged {
+				Expect(d.Patch).To(BeEmpty(), "left to its parent, as Kueue counts it")
+				return
+			}
+			out := result(req, d)
+			Expect(out.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, "q"), "queued as a workload of its own")
+			Expect(heldAfter(req, d)).To(BeTrue())
+		},
+		Entry("a RayJob Kueue manages", "managed", false),
+		Entry("a RayJob on an existing cluster, which Kueue ignores", "on-cluster", true),
+		Entry("a RayJob without a queue, which Kueue does not manage", "unqueued", true),
+		Entry("a RayJob that is not the one the reference names", "stale", true),
+		Entry("a RayJob that does not exist", "ghost", true),
+	)
 })

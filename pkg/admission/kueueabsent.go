@@ -13,7 +13,6 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/trust"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -86,7 +85,7 @@ func (s KueueSuspender) Settled(_ string, _ *integrations.Integration, own map[s
 // Kueue would never release it.
 func (s KueueAbsence) applies(req *Request, t Target, view cluster.View) bool {
 	return s.action != config.KueueAbsentAllow && (req.Operation == admissionv1.Create || !t.TrustedController) && req.Object != nil &&
-		workload.QueueName(req.Object, t.Integration) != "" && !trust.ManagedOwner(req.Object) && !view.KueueServing() &&
+		workload.QueueName(req.Object, t.Integration) != "" && !view.KueueServing() &&
 		kueueIgnores(req.Object, req.Namespace, t.Integration, view) == ""
 }
 

@@ -66,28 +66,33 @@ func (p *Pipeline) StepNames() []string {
 // elsewhere, e.g. the reviewer's explanations).
 func (p *Pipeline) Trust() *trust.Matcher { return p.trust }
 
-// target decides whether the pipeline applies to a request at all.
-func (p *Pipeline) target(req *Request) (Target, bool) {
+// target decides whether the pipeline applies to a request at all. err is set
+// when the view cannot tell yet (a parent's informer is starting).
+func (p *Pipeline) target(req *Request, view cluster.View) (Target, bool, error) {
 	if req.Object == nil || req.SubResource != "" {
-		return Target{}, false
+		return Target{}, false, nil
 	}
 	if req.Namespace != "" && p.exempt != nil && p.exempt.IsExempt(req.Namespace) {
-		return Target{}, false
+		return Target{}, false, nil
 	}
 	in, ok := integrations.Lookup(req.Kind.GroupKind())
 	if !ok {
-		return Target{}, false
+		return Target{}, false, nil
 	}
 	// Parts of another workload (a Job's pods, a JobSet's Jobs) are judged as
 	// that workload; policies and guards on each pod would block its controller.
 	// Only a trusted controller's word that an object is such a part is taken:
 	// anyone else's object is top-level whatever its owner references say. The
-	// webhooks' match conditions skip the same requests.
+	// webhooks' match conditions skip the same requests, but for the children
+	// of a parent Kueue may ignore, which are parts only when Kueue manages it.
 	trusted := p.trust.Trusted(req.UserInfo)
 	if trusted && trust.ManagedOwner(req.Object) {
-		return Target{}, false
+		part, err := partOfManaged(req, view)
+		if err != nil || part {
+			return Target{}, false, err
+		}
 	}
-	return Target{Integration: in, TrustedController: trusted}, true
+	return Target{Integration: in, TrustedController: trusted}, true, nil
 }
 
 // Mutate runs the mutating steps. Each step that changes the object edits a copy
@@ -99,9 +104,9 @@ func (p *Pipeline) Mutate(ctx context.Context, req *Request, view cluster.View) 
 	if !p.Mutates(req.Operation) {
 		return d, nil
 	}
-	t, ok := p.target(req)
-	if !ok {
-		return d, nil
+	t, ok, err := p.target(req, view)
+	if err != nil || !ok {
+		return d, err
 	}
 	working := *req
 	working.owned = req.Disposable
@@ -206,9 +211,9 @@ func (p *Pipeline) Validate(ctx context.Context, req *Request, view cluster.View
 	if IsInterimOwner(req.Kind.GroupKind()) {
 		return p.validateInterim(ctx, req, view)
 	}
-	t, ok := p.target(req)
-	if !ok {
-		return d, nil
+	t, ok, err := p.target(req, view)
+	if err != nil || !ok {
+		return d, err
 	}
 	if err := run(ctx, p.steps.Validating, ValidationStep.Validate, req, t, view, d); err != nil {
 		return nil, err

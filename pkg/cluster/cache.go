@@ -72,6 +72,9 @@ func optionalTypes() []typedKind {
 	for _, gvk := range workload.TrainingRuntimeGVKs {
 		out = append(out, typedKind{gvk, newUnstructured(gvk)})
 	}
+	for _, gvk := range parentGVKs() {
+		out = append(out, typedKind{gvk, newUnstructured(gvk)})
+	}
 	return out
 }
 
@@ -129,6 +132,9 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 			continue
 		}
 		scaled[in.GVK] = keepQueued(stripToMetadata)
+	}
+	for _, gvk := range parentGVKs() {
+		scaled[gvk] = stripParent
 	}
 	byObject[newDeployment()] = deployment
 	byObject[newUnstructured(crdGVK)] = cache.ByObject{Transform: stripCRD}

@@ -27,13 +27,15 @@ import (
 type Snapshot struct {
 	kueueNamespace string
 	// kueueAway is set for a cluster without Kueue serving.
-	kueueAway      bool
-	namespaces     map[string]*corev1.Namespace
-	localQueues    map[types.NamespacedName]*kueue.LocalQueue
-	clusterQueues  map[string]*kueue.ClusterQueue
-	configMaps     map[types.NamespacedName]*corev1.ConfigMap
-	deployments    map[types.NamespacedName]*unstructured.Unstructured
-	scaled         map[scaledKey]*unstructured.Unstructured
+	kueueAway     bool
+	namespaces    map[string]*corev1.Namespace
+	localQueues   map[types.NamespacedName]*kueue.LocalQueue
+	clusterQueues map[string]*kueue.ClusterQueue
+	configMaps    map[types.NamespacedName]*corev1.ConfigMap
+	deployments   map[types.NamespacedName]*unstructured.Unstructured
+	scaled        map[scaledKey]*unstructured.Unstructured
+	// parents are the objects of kinds Kueue may ignore (Parent).
+	parents        map[scaledKey]*unstructured.Unstructured
 	limitRanges    map[types.NamespacedName]*corev1.LimitRange
 	runtimeClasses map[string]*nodev1.RuntimeClass
 	flavors        map[string]*kueue.ResourceFlavor
@@ -69,6 +71,7 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		configMaps:     map[types.NamespacedName]*corev1.ConfigMap{},
 		deployments:    map[types.NamespacedName]*unstructured.Unstructured{},
 		scaled:         map[scaledKey]*unstructured.Unstructured{},
+		parents:        map[scaledKey]*unstructured.Unstructured{},
 		limitRanges:    map[types.NamespacedName]*corev1.LimitRange{},
 		runtimeClasses: map[string]*nodev1.RuntimeClass{},
 		flavors:        map[string]*kueue.ResourceFlavor{},
@@ -136,6 +139,10 @@ func (s *Snapshot) addUnstructured(key types.NamespacedName, o *unstructured.Uns
 	}
 	if scaledKind(gvk) {
 		s.scaled[scaledKey{gvk.GroupKind(), key.Namespace, key.Name}] = o
+		held = true
+	}
+	if isParentKind(gvk) {
+		s.parents[scaledKey{gvk.GroupKind(), key.Namespace, key.Name}] = o
 		held = true
 	}
 	for _, rt := range workload.TrainingRuntimeGVKs {

@@ -76,6 +76,12 @@ type Integration struct {
 	// (its owner is a kind Kueue manages) and Kueue's webhook gates it as a
 	// member of its group. Growing one adds pods only Kueue would hold.
 	PodGroups bool
+	// Ignorable marks the kinds Kueue may leave alone whatever their queue (a
+	// RayJob on an existing cluster, spec.clusterSelector): their operator's
+	// children are part of a workload only when Kueue manages the parent, so
+	// they are not skipped by the webhooks' match condition, and the server
+	// looks the parent up (cluster.View.Parent).
+	Ignorable bool
 }
 
 // Suspension describes, as data, how Kueue decides that a workload is suspended
@@ -161,7 +167,7 @@ var catalog = []Integration{
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: Suspension{QueueImmutable: true}, TemplateQueue: true,
 		ScaleJudged: true, PodBased: true, PodGroups: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
-	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend},
+	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend, Ignorable: true},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayService"), Resource: "rayservices", Framework: "ray.io/rayservice", Managed: true,
 		Suspension: Suspension{Field: []string{"spec", "rayClusterConfig", "suspend"}}},
@@ -326,6 +332,18 @@ func ManagedOwners() []Owner {
 	for i := range catalog {
 		if catalog[i].Framework != "" {
 			out = append(out, Owner{APIVersion: catalog[i].GVK.GroupVersion().String(), Kind: catalog[i].GVK.Kind})
+		}
+	}
+	return out
+}
+
+// Ignorables lists the kinds Kueue may ignore whatever their queue
+// (Integration.Ignorable).
+func Ignorables() []*Integration {
+	var out []*Integration
+	for i := range catalog {
+		if catalog[i].Ignorable {
+			out = append(out, &catalog[i])
 		}
 	}
 	return out

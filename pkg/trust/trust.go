@@ -118,10 +118,16 @@ func (m *Matcher) PartOfAnother(u authenticationv1.UserInfo, obj *unstructured.U
 	return obj != nil && ManagedOwner(obj) && m.Trusted(u)
 }
 
-// OwnerCEL is ManagedOwner as a CEL expression over the admitted object.
+// OwnerCEL is ManagedOwner as a CEL expression over the admitted object,
+// without the kinds Kueue may ignore whatever their queue
+// (integrations.Integration.Ignorable): whether their children are parts of a
+// workload depends on the parent, which only the server can look up.
 func OwnerCEL() string {
 	var owners []string
 	for _, o := range integrations.ManagedOwners() {
+		if in, ok := integrations.Lookup(integrations.ParseGroupKind(o.APIVersion, o.Kind)); ok && in.Ignorable {
+			continue
+		}
 		owners = append(owners, o.APIVersion+"/"+o.Kind)
 	}
 	return fmt.Sprintf("(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "+

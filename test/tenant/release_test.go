@@ -7,7 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,4 +178,50 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			Expect(d.Spec.Template.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
 		})
 	})
+
+	Describe("a trusted operator's child of a parent Kueue ignores", func() {
+		It("is judged and held as a workload of its own: a RayJob on an existing cluster's submitter Job", func() {
+			// alice may write RayJobs; KubeRay (trusted) makes their submitter Jobs.
+			Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "rayjobs-edit"},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{"ray.io"}, Resources: []string{"rayjobs"},
+					Verbs: []string{"get", "list", "create", "update", "patch", "delete"}}}})).To(Succeed())
+			Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-rayjobs"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "rayjobs-edit"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+			Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "kuberay-edit"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "ray-system", Name: "kuberay-operator"}}})).To(Succeed())
+
+			rayJob := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayJob",
+				"metadata": map[string]any{"namespace": team, "name": name("on-cluster")},
+				"spec":     map[string]any{"entrypoint": "python train.py", "clusterSelector": map[string]any{"ray.io/cluster": "shared"}}}}
+			Expect(alice.Create(ctx, rayJob)).To(Succeed())
+			Expect(rayJob.GetLabels()).NotTo(HaveKey(integrations.QueueNameLabel), "Kueue ignores it whatever its queue: not defaulted")
+
+			kuberay := impersonatingServiceAccount("ray-system", "kuberay-operator")
+			owner := []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: rayJob.GetName(), UID: rayJob.GetUID(), Controller: new(true)}}
+			big := job(1, 8)
+			big.OwnerReferences = owner
+			denied(kuberay.Create(ctx, big), "kueue_guard.max_gpus_per_workload")
+
+			submitter := job(1, 1)
+			submitter.OwnerReferences = owner
+			Expect(kuberay.Create(ctx, submitter)).To(Succeed())
+			suspendedInQueue(submitter, queue)
+			Eventually(func(g Gomega) {
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(submitter), submitter)).To(Succeed())
+				g.Expect(ptr.Deref(submitter.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted it as its own workload")
+			}, 2*time.Minute).Should(Succeed())
+		})
+	})
 })
+
+// impersonatingServiceAccount is a client that acts as a service account.
+func impersonatingServiceAccount(namespace, name string) client.Client {
+	c := rest.CopyConfig(env.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	cl, err := client.New(c, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
