@@ -230,10 +230,13 @@ func LookupFramework(name string) (*Integration, bool) {
 
 // ScaleJudged returns the integrations whose scale subresource is judged, in
 // catalog order: the webhook rules and the server's cache both read it.
-func ScaleJudged() []*Integration {
+func ScaleJudged() []*Integration { return where(func(i *Integration) bool { return i.ScaleJudged }) }
+
+// where lists the integrations keep accepts, in catalog order.
+func where(keep func(*Integration) bool) []*Integration {
 	var out []*Integration
 	for i := range catalog {
-		if catalog[i].ScaleJudged {
+		if keep(&catalog[i]) {
 			out = append(out, &catalog[i])
 		}
 	}
@@ -339,15 +342,7 @@ func ManagedOwners() []Owner {
 
 // Ignorables lists the kinds Kueue may ignore whatever their queue
 // (Integration.Ignorable).
-func Ignorables() []*Integration {
-	var out []*Integration
-	for i := range catalog {
-		if catalog[i].Ignorable {
-			out = append(out, &catalog[i])
-		}
-	}
-	return out
-}
+func Ignorables() []*Integration { return where(func(i *Integration) bool { return i.Ignorable }) }
 
 // ParseGroupKind parses the group of an apiVersion string ("batch/v1" → "batch").
 func ParseGroupKind(apiVersion, kind string) schema.GroupKind {
