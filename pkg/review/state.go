@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -395,16 +393,6 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 				return nil, err
 			}
 		}
-	}
-
-	// Whether Kueue serves: the webhook holds what Kueue would hold only
-	// then. A reader who may not list webhook configurations reviews as if
-	// it did, with a note.
-	hooks := &admissionregistrationv1.MutatingWebhookConfigurationList{}
-	if err := c.List(ctx, hooks); err != nil {
-		s.Notes = append(s.Notes, "mutating webhook configurations not readable ("+err.Error()+"): reviewed as if Kueue's webhooks were serving")
-	} else {
-		s.Snapshot.SetKueueServing(kueueorder.Registered(hooks.Items))
 	}
 
 	var missingCRDs []string

@@ -155,8 +155,8 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		Expect(manifests).NotTo(BeEmpty())
 		state, errs := review.LoadStateFile(statePath, cfg.KueueNamespace)
 		Expect(errs).To(BeEmpty())
-		// No Kueue serves here, and the state file cannot say so: the
-		// reviewer is told, as a live listing finds out itself.
+		// No Kueue serves here, which a state (a file, a listing) does not
+		// say: the reviewer is told, as the server sees it.
 		state.Snapshot.SetKueueServing(false)
 		var err error
 		report, err = review.Review(ctx, review.Options{Config: cfg, PolicyDir: policyDir, State: state, User: user,
@@ -251,6 +251,7 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		live, err := review.ListCluster(ctx, env.Config, cfg.KueueNamespace)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(live.Known()).To(BeTrue())
+		live.Snapshot.SetKueueServing(false)
 		fromLive, err := review.Review(ctx, review.Options{Config: cfg, PolicyDir: policyDir, State: live, User: user,
 			OwnNamespace: ownNamespace}, manifests, nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -268,7 +269,8 @@ var _ = Describe("the reviewer and the webhook", Ordered, ContinueOnFailure, fun
 		kube := review.NewKubeFlags()
 		*kube.KubeConfig = env.KubeconfigPath
 		// The suite's configuration (kueueAbsent: allow, as no Kueue serves
-		// here, which the live listing finds out).
+		// here). The CLI reviews as if Kueue served: with allow, that changes
+		// the patches of what it defaults (Kueue's hold), not the findings.
 		data, err := yaml.Marshal(cfg)
 		Expect(err).NotTo(HaveOccurred())
 		suiteConfig := filepath.Join(GinkgoT().TempDir(), "config.yaml")
