@@ -132,11 +132,8 @@ func partOfManaged(req *Request, view cluster.View) (bool, error) {
 	if owner == nil {
 		return false, nil
 	}
-	gv, err := schema.ParseGroupVersion(owner.APIVersion)
-	if err != nil {
-		return false, nil
-	}
-	in, ok := integrations.Lookup(gv.WithKind(owner.Kind).GroupKind())
+	// ManagedOwner matched the reference exactly: its kind is in the catalog.
+	in, ok := integrations.Lookup(integrations.ParseGroupKind(owner.APIVersion, owner.Kind))
 	if !ok || !in.Ignorable {
 		return true, nil
 	}

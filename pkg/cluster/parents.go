@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -20,14 +22,7 @@ func parentGVKs() []schema.GroupVersionKind {
 	return out
 }
 
-func isParentKind(gvk schema.GroupVersionKind) bool {
-	for _, p := range parentGVKs() {
-		if p == gvk {
-			return true
-		}
-	}
-	return false
-}
+func isParentKind(gvk schema.GroupVersionKind) bool { return slices.Contains(parentGVKs(), gvk) }
 
 // stripParent keeps a parent's identity, labels and what Kueue decides to
 // ignore it by (a RayJob's spec.clusterSelector): its pod templates, which
