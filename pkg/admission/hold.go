@@ -132,8 +132,14 @@ func (h KueueHold) Validate(_ context.Context, req *Request, t Target, view clus
 		return nil
 	}
 	why := "kueue-guard's mutating webhook did not run on it"
-	if first := view.KueueWebhooksFirst(); len(first) > 0 {
+	switch first := view.KueueWebhooksFirst(); {
+	case len(first) > 0:
 		why = OrderWarning(first)
+	case t.TrustedController:
+		// A controller's object from a template Kueue never marked (its
+		// parent made before Kueue's webhook ran on it).
+		why = "its controller made it from a template Kueue's webhook never marked; apply its parent again " +
+			"(kubectl apply the Deployment) so that Kueue marks the template"
 	}
 	d.Deny(RuleNotHeld, QueueLabelField(in), fmt.Sprintf(
 		"%s %q would be admitted by Kueue but arrives not held (%s), so it would run before Kueue admits it: %s; "+

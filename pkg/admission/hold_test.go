@@ -78,6 +78,14 @@ var _ = Describe("Kueue's hold", func() {
 		Expect(d.Denials()[0].Message).To(And(ContainSubstring("spec.suspend is not true"), ContainSubstring("run before kueue-guard's")))
 	})
 
+	It("tells a controller whose template Kueue never marked to have its parent applied again", func() {
+		pod := fixtures.Pod("owed", "p").Queue("q").ControlledBy("apps/v1", "ReplicaSet", "web-1").Obj()
+		d := validateUnheld(built(config.Default()), view(objs()...),
+			as(create(pod), "system:serviceaccount:kube-system:replicaset-controller"))
+		Expect(rules(d)).To(Equal([]string{guard.RuleNotHeld + "/deny"}))
+		Expect(d.Denials()[0].Message).To(ContainSubstring("apply its parent again"))
+	})
+
 	It("is not set where Kueue ignores the workload: nothing would release it", func() {
 		kueueCfg := kueueConfigMap("pod")
 		kueueCfg.Data["controller_manager_config.yaml"] += "managedJobsNamespaceSelector:\n  matchLabels: {kueue: managed}\n"
