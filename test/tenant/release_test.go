@@ -147,7 +147,9 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			j := job(1, 0)
 			Expect(warned.Create(ctx, j)).To(Succeed())
 			Expect(warnings.Take()).To(ContainSubstring("webhooks.mutatingName"))
-			suspendedInQueue(j, queue)
+			// The create's answer is the object as stored, before Kueue admits it.
+			Expect(j.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			Expect(ptr.Deref(j.Spec.Suspend, false)).To(BeTrue(), "stored suspended")
 			Eventually(func(g Gomega) {
 				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
 				g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted and resumed it")
@@ -157,7 +159,6 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 		It("a defaulted Pod is stored gated and marked, and Kueue admits and ungates it", func() {
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("pod")}, Spec: podSpec(0)}
 			Expect(warned.Create(ctx, p)).To(Succeed())
-			get(p)
 			Expect(p.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
 			Expect(p.Labels).To(HaveKeyWithValue("kueue.x-k8s.io/managed", "true"))
 			Expect(gated(p)).To(BeTrue())
@@ -207,7 +208,8 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			submitter := job(1, 1)
 			submitter.OwnerReferences = owner
 			Expect(kuberay.Create(ctx, submitter)).To(Succeed())
-			suspendedInQueue(submitter, queue)
+			Expect(submitter.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue), "queued as a workload of its own")
+			Expect(ptr.Deref(submitter.Spec.Suspend, false)).To(BeTrue(), "stored suspended, before Kueue admits it")
 			Eventually(func(g Gomega) {
 				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(submitter), submitter)).To(Succeed())
 				g.Expect(ptr.Deref(submitter.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted it as its own workload")

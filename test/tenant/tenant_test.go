@@ -334,8 +334,11 @@ var _ = Describe("a namespace user with edit rights", func() {
 
 			saved.ResourceVersion = ""
 			Expect(admin.Create(ctx, saved)).To(Succeed())
-			Eventually(func() error { return alice.Create(ctx, j.DeepCopy()) }).Should(Succeed())
-			suspendedInQueue(j, queue)
+			var created *batchv1.Job
+			Eventually(func() error { created = j.DeepCopy(); return alice.Create(ctx, created) }).Should(Succeed())
+			// The create's answer is the object as stored, before Kueue admits it.
+			Expect(created.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
+			Expect(ptr.Deref(created.Spec.Suspend, false)).To(BeTrue(), "Kueue suspended it at creation")
 		})
 	})
 })
