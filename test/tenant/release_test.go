@@ -169,10 +169,7 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 		})
 
 		It("a defaulted Deployment's pods are gated by Kueue, as their template is marked", func() {
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
-				Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "order-first"}},
-					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "order-first"}},
-						Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+			d := deployment("order-first", 1)
 			Expect(warned.Create(ctx, d)).To(Succeed())
 			get(d)
 			Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue("kueue.x-k8s.io/pod-suspending-parent", "deployment"))

@@ -49,6 +49,15 @@ func job(pods int32, gpus int64) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{Spec: podSpec(gpus)}}}
 }
 
+// deployment is an unqueued Deployment of replicas CPU-only pods labelled app.
+func deployment(app string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": app}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
+		Spec: appsv1.DeploymentSpec{Replicas: new(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+}
+
 func queued(obj client.Object, q string) client.Object {
 	l := obj.GetLabels()
 	if l == nil {
@@ -366,10 +375,7 @@ var _ = Describe("the real controllers, with every shipped policy loaded", func(
 	})
 
 	It("a Deployment gets its ReplicaSet and pods, each pod queued and gated as Kueue does", func() {
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("dep")},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-					Spec: corev1.PodSpec{Containers: podSpec(0).Containers}}}}
+		d := deployment("web", 2)
 		Expect(alice.Create(ctx, d)).To(Succeed())
 		get(d)
 		Expect(d.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue))
