@@ -144,6 +144,5 @@ func partOfManaged(req *Request, view cluster.View) (bool, error) {
 	if !found || parent.GetUID() != owner.UID || kueueIgnores(parent, req.Namespace, in, view) != "" {
 		return false, nil
 	}
-	queuedParent := &Request{Namespace: req.Namespace}
-	return workload.QueueName(parent, in) != "" || kueueHoldsUnqueued(queuedParent, view), nil
+	return workload.QueueName(parent, in) != "" || kueueHoldsUnqueued(req.Namespace, view), nil
 }

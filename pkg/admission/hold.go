@@ -82,7 +82,7 @@ func (KueueHold) applies(req *Request, t Target, view cluster.View) bool {
 func kueueWouldHold(req *Request, t Target, view cluster.View) bool {
 	in := t.Integration
 	return req.Object != nil && workload.Holdable(in) &&
-		(workload.QueueName(req.Object, in) != "" || kueueHoldsUnqueued(req, view)) &&
+		(workload.QueueName(req.Object, in) != "" || kueueHoldsUnqueued(req.Namespace, view)) &&
 		kueueIgnores(req.Object, req.Namespace, in, view) == ""
 }
 

@@ -99,17 +99,20 @@ func suspendField(in *integrations.Integration) []string {
 	return in.Suspension.Field
 }
 
-// suspended reports whether the object waits for Kueue: its suspend field is
-// true, or it is a Pod with Kueue's scheduling gate.
+// suspended reports whether the object waits for Kueue: Kueue's hold of its
+// kind (workload.Held: its suspend field, a Pod's gate), or for a CronJob the
+// suspend field of the Jobs it creates. A kind held only by its pod template
+// cannot wait suspended while Kueue is away, whatever it carries.
 func suspended(obj *unstructured.Unstructured, in *integrations.Integration) bool {
-	if f := suspendField(in); f != nil {
+	if f := suspendField(in); f != nil && in.Suspension.Field == nil {
 		v, _, _ := unstructured.NestedBool(obj.Object, f...)
 		return v
 	}
-	if g := in.Suspension.SchedulingGate; g != "" {
-		return workload.HasSchedulingGate(obj, g)
+	if in.Suspension.Field == nil && in.Suspension.SchedulingGate == "" {
+		return false
 	}
-	return false
+	held, _ := workload.Held(obj, in)
+	return held
 }
 
 // absentReason is the start of every message.

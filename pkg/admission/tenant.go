@@ -284,7 +284,7 @@ func (s *Backstop) Validate(_ context.Context, req *Request, t Target, view clus
 		return nil
 	}
 	action := s.policy.unqueuedAction(req.Namespace, view)
-	if action != config.UnqueuedAllow && kueueHoldsUnqueued(req, view) {
+	if action != config.UnqueuedAllow && kueueHoldsUnqueued(req.Namespace, view) {
 		// Kueue's manageJobsWithoutQueueName: it suspends the workload itself and
 		// admits nothing without a queue, so nothing runs outside quota.
 		d.Warn(RuleUnqueuedWorkload, lbl, fmt.Sprintf("no %s: Kueue holds it (manageJobsWithoutQueueName) and admits it only once it has a queue",

@@ -50,7 +50,7 @@ func kueueIgnores(obj *unstructured.Unstructured, namespace string, in *integrat
 // queue: its Configuration sets manageJobsWithoutQueueName and the namespace is
 // one it manages (managedJobsNamespaceSelector modulates the setting for every
 // kind).
-func kueueHoldsUnqueued(req *Request, view cluster.View) bool {
+func kueueHoldsUnqueued(namespace string, view cluster.View) bool {
 	cfg, ok := view.KueueConfig()
-	return ok && cfg.ManageJobsWithoutQueueName && cfg.ManagesNamespace(req.Namespace, view)
+	return ok && cfg.ManageJobsWithoutQueueName && cfg.ManagesNamespace(namespace, view)
 }
