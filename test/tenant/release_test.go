@@ -16,6 +16,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueueorder"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
@@ -83,6 +84,42 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			resumed.Spec.Suspend = new(false)
 			denied(alice.Patch(ctx, resumed, client.MergeFrom(j)), admission.RuleOnlyKueueReleases)
 			suspendedInQueue(j, heldLQ)
+		})
+	})
+
+	Describe("a queued Job that Kueue's webhook never sees", func() {
+		It("is refused as not held, where trusting the path would store it running", func() {
+			// A broken install: Kueue's Job webhook skips objects with a label
+			// the tenant can write. kueue-guard's mutating path leaves a queue
+			// the requester wrote to Kueue, so only the outcome check is left.
+			kueueCfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			Expect(admin.Get(ctx, client.ObjectKey{Name: testenv.KueueMutatingWebhookConfiguration}, kueueCfg)).To(Succeed())
+			saved := kueueCfg.DeepCopy()
+			skipped := false
+			for i := range kueueCfg.Webhooks {
+				if kueueorder.WebhookPath(kueueCfg.Webhooks[i].ClientConfig) == kueueorder.KueueMutatingPath(batchv1.SchemeGroupVersion.WithKind("Job")) {
+					kueueCfg.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+						Key: "skip-kueue", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+					skipped = true
+				}
+			}
+			Expect(skipped).To(BeTrue(), "Kueue's Job webhook is registered")
+			Expect(admin.Update(ctx, kueueCfg)).To(Succeed())
+			DeferCleanup(func() {
+				current := &admissionregistrationv1.MutatingWebhookConfiguration{}
+				Expect(admin.Get(ctx, client.ObjectKey{Name: saved.Name}, current)).To(Succeed())
+				current.Webhooks = saved.Webhooks
+				Expect(admin.Update(ctx, current)).To(Succeed())
+			})
+			j := queued(job(1, 4), heldLQ).(*batchv1.Job)
+			j.Labels["skip-kueue"] = "yes"
+			j.Spec.Suspend = new(false)
+			// Until the API server has the new selector, Kueue still holds it.
+			Eventually(func() error { return alice.Create(ctx, j.DeepCopy(), client.DryRunAll) }).
+				Should(MatchError(ContainSubstring("[" + admission.RuleNotHeld + "]")))
+			err := alice.Create(ctx, j.DeepCopy())
+			denied(err, admission.RuleNotHeld)
+			Expect(err.Error()).To(ContainSubstring("spec.suspend is not true"))
 		})
 	})
 
