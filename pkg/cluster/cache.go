@@ -134,7 +134,7 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 		scaled[in.GVK] = keepQueued(stripToMetadata)
 	}
 	for _, gvk := range parentGVKs() {
-		scaled[gvk] = stripParent
+		scaled[gvk] = stripLink
 	}
 	byObject[newDeployment()] = deployment
 	byObject[newUnstructured(crdGVK)] = cache.ByObject{Transform: stripCRD}

@@ -9,14 +9,20 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
-// Parents are the kinds Kueue may ignore whatever their queue
-// (integrations.Integration.Ignorable), cached so that the pipeline can tell
-// whether Kueue manages the parent of a trusted operator's child: a RayJob
-// on an existing cluster is ignored, and the submitter Job KubeRay makes for
-// it is a workload of its own.
+// Parents are the controller owners Kueue's ancestry walk
+// (jobframework.FindAncestorJobManagedByKueue) reads, cached so that the
+// pipeline decides "part of a workload Kueue manages" as Kueue does, from
+// memory: every kind Kueue manages as a whole, bar the ones already cached
+// for their scale (kept by keepQueued) and Pods, which own nothing a
+// controller makes. A parent costs its identity, its queue label and its
+// controller owner (stripLink): a tenant cannot make it large.
 func parentGVKs() []schema.GroupVersionKind {
 	var out []schema.GroupVersionKind
-	for _, in := range integrations.Ignorables() {
+	for _, o := range integrations.ManagedOwners() {
+		in, ok := integrations.Lookup(integrations.ParseGroupKind(o.APIVersion, o.Kind))
+		if !ok || in.ScaleJudged || in.GVK.Group == "" {
+			continue
+		}
 		out = append(out, in.GVK)
 	}
 	return out
@@ -24,16 +30,42 @@ func parentGVKs() []schema.GroupVersionKind {
 
 func isParentKind(gvk schema.GroupVersionKind) bool { return slices.Contains(parentGVKs(), gvk) }
 
-// stripParent keeps a parent's identity, labels and what Kueue decides to
-// ignore it by (a RayJob's spec.clusterSelector): its pod templates, which
-// the tenant may make large, are dropped.
-func stripParent(obj any) (any, error) {
+// ParentKind reports whether View.Parent answers for a kind: the cached
+// parents, and the kinds cached for their scale.
+func ParentKind(gvk schema.GroupVersionKind) bool {
+	in, ok := integrations.Lookup(gvk.GroupKind())
+	return ok && in.GVK == gvk && in.Framework != "" && gvk.Group != ""
+}
+
+// stripLink keeps what Kueue's walk reads of a parent: its identity, its queue
+// label, its controller owner and, for a kind Kueue may ignore, what Kueue
+// decides that by (a RayJob's spec.clusterSelector). Its pod templates, other
+// labels and other owners, which the tenant may make large, are dropped.
+func stripLink(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
+	meta := map[string]any{}
+	m, _ := u.Object["metadata"].(map[string]any)
+	for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"} {
+		if v, ok := m[k]; ok {
+			meta[k] = v
+		}
+	}
+	if q, ok := u.GetLabels()[integrations.QueueNameLabel]; ok {
+		meta["labels"] = map[string]any{integrations.QueueNameLabel: q}
+	}
+	if refs, ok := m["ownerReferences"].([]any); ok {
+		for _, r := range refs {
+			if rm, ok := r.(map[string]any); ok && rm["controller"] == true {
+				meta["ownerReferences"] = []any{rm}
+				break
+			}
+		}
+	}
 	out := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": keptMetadata(u),
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta,
 	}}
 	if sel, found, _ := unstructured.NestedMap(u.Object, "spec", "clusterSelector"); found {
 		out.Object["spec"] = map[string]any{"clusterSelector": sel}
@@ -43,11 +75,16 @@ func stripParent(obj any) (any, error) {
 
 // Parent implements View.
 func (v *InformerView) Parent(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
-	if k, ok := v.optional.byGVK[gvk]; !ok || k.informer.Load() == nil {
-		return nil, false, nil // not served: there is no such parent
+	if !ParentKind(gvk) {
+		return nil, false, nil
 	}
-	if err := v.optionalReady(gvk); err != nil {
-		return nil, false, err
+	if gvk != deploymentGVK {
+		if k, ok := v.optional.byGVK[gvk]; !ok || k.informer.Load() == nil {
+			return nil, false, nil // not served: there is no such parent
+		}
+		if err := v.optionalReady(gvk); err != nil {
+			return nil, false, err
+		}
 	}
 	u := newUnstructured(gvk)
 	if !v.get(namespace, name, u) {
@@ -58,6 +95,13 @@ func (v *InformerView) Parent(gvk schema.GroupVersionKind, namespace, name strin
 
 // Parent implements View.
 func (s *Snapshot) Parent(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
-	u, ok := s.parents[scaledKey{gvk.GroupKind(), namespace, name}]
+	if !ParentKind(gvk) {
+		return nil, false, nil
+	}
+	key := scaledKey{gvk.GroupKind(), namespace, name}
+	if u, ok := s.parents[key]; ok {
+		return u, true, nil
+	}
+	u, ok := s.scaled[key]
 	return u, ok, nil
 }

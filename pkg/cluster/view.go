@@ -62,10 +62,11 @@ type View interface {
 	// judge. err is set when the view cannot tell (its informer for the kind
 	// is still starting): the caller must not guess.
 	ScaleTarget(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, ok bool, err error)
-	// Parent returns a cached object of a kind Kueue may ignore whatever its
-	// queue (integrations.Integration.Ignorable), stripped to its metadata and
-	// what Kueue decides by; ok is false when there is none. err is set while
-	// the view cannot tell (its informer is starting).
+	// Parent returns a cached object of a kind Kueue manages as a whole
+	// (ParentKind), for Kueue's ancestry walk: at least its identity, queue
+	// label, controller owner and what Kueue may ignore it by; ok is false
+	// when there is none. err is set while the view cannot tell (its informer
+	// is starting).
 	Parent(gvk schema.GroupVersionKind, namespace, name string) (obj *unstructured.Unstructured, ok bool, err error)
 	// LimitRanges lists a namespace's LimitRanges, and RuntimeClass returns a
 	// RuntimeClass: Kueue adjusts pod requests by them before it charges quota
