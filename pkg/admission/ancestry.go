@@ -7,12 +7,14 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // ownerRole is what Kueue makes of a controller owner when it walks an
@@ -71,8 +73,8 @@ func ownerDenial(req *Request, kind string, view cluster.View) string {
 		}
 	}
 	if role == ownerInterim {
-		return fmt.Sprintf("%s %q names ReplicaSet %q as its controller owner, but only the ReplicaSet controller "+
-			"creates a ReplicaSet's pods: Kueue walks through a ReplicaSet to the workload that owns it and would count "+
+		return fmt.Sprintf("%s %q names ReplicaSet %q as its controller owner, but only Kubernetes' controllers "+
+			"make what a ReplicaSet owns: Kueue walks through a ReplicaSet to the workload that owns it and would count "+
 			"this as part of that workload, never queuing it; remove the owner reference", kind, req.Name, owner.Name)
 	}
 	return fmt.Sprintf("%s %q names %s %q as its controller owner, but only that workload's controller may create its "+
@@ -80,10 +82,12 @@ func ownerDenial(req *Request, kind string, view cluster.View) string {
 		"(an admin adds a controller's identity to trust.controllers)", kind, req.Name, owner.Kind, owner.Name, owner.Name)
 }
 
-// InterimOwnerGuard denies a ReplicaSet whose controller owner is a workload
-// Kueue manages, from anyone but a trusted controller: Kueue walks through a
-// ReplicaSet, so the pods it makes would be counted as part of that workload
-// (a tiny queued Job) and never gated. ReplicaSets are not workloads
+// InterimOwnerGuard denies a ReplicaSet whose controller owner is one Kueue
+// walks through or to (a workload it manages, another ReplicaSet, an external
+// framework), from anyone but a trusted controller: the pods it makes would be
+// counted as part of the workload at the chain's top (a tiny queued Job) and
+// never gated. So every link of a chain Kueue walks is a trusted
+// controller's. ReplicaSets are not workloads
 // kueue-guard queues: the validating path judges them with this step alone
 // (Pipeline.Validate).
 type InterimOwnerGuard struct{}
@@ -101,10 +105,6 @@ func (InterimOwnerGuard) Validate(_ context.Context, req *Request, t Target, vie
 	if t.TrustedController {
 		return nil
 	}
-	owner := metav1.GetControllerOfNoCopy(req.Object)
-	if owner == nil || roleOf(owner, view) != ownerManaged {
-		return nil
-	}
 	if msg := ownerDenial(req, "ReplicaSet", view); msg != "" {
 		d.Deny(RuleUntrustedOwner, field.NewPath("metadata", "ownerReferences"), msg)
 	}
@@ -119,30 +119,72 @@ func IsInterimOwner(gk schema.GroupKind) bool { return gk == replicaSetGVK.Group
 // validating webhook's rules.
 var InterimOwnerResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 
+// managedOwnersChainLimit is the depth at which Kueue's walk gives up
+// (jobframework's managedOwnersChainLimit, unexported).
+const managedOwnersChainLimit = 10
+
 // partOfManaged reports whether a trusted controller's object with a managed
-// controller owner is part of a workload Kueue manages, as Kueue's ancestry
-// walk decides: always, unless the owner is of a kind Kueue may ignore
-// (integrations.Integration.Ignorable). Then the owner must exist, be the one
-// the reference names, and be one Kueue manages (queued, or covered by
-// manageJobsWithoutQueueName, and not ignored): a RayJob on an existing
-// cluster is not, and the submitter Job KubeRay makes for it is judged, and
-// queued and held, as a workload of its own.
+// controller owner is part of a workload Kueue manages, decided as Kueue's
+// webhooks and reconcilers decide it (jobframework.FindAncestorJobManagedByKueue,
+// which reads through a client we cannot hand it from the request path): walk
+// the controller owners, from the cache, while each is the one its reference
+// names; the object is a part when some ancestor is of a kind Kueue enables and
+// queued (or manageJobsWithoutQueueName is set). kueue-guard adds one
+// condition: Kueue must not ignore that ancestor (a RayJob on an existing
+// cluster), for then the part is held by nobody and must be judged on its own.
+// An owner the cache lacks is an error, as in Kueue's walk: its webhook
+// refuses the object too, and the controller retries.
+//
+// The walk stops at an owner the cache does not hold (a ReplicaSet, an
+// external framework, a Pod) where Kueue's would go on: above it Kueue could
+// only find another ancestor, so the answer changes only when none was found
+// below, and then the object is judged, which refuses or holds it.
 func partOfManaged(req *Request, view cluster.View) (bool, error) {
-	owner := metav1.GetControllerOfNoCopy(req.Object)
-	if owner == nil {
-		return false, nil
+	top, err := kueueAncestor(req.Object, req.Namespace, view)
+	if err != nil || top == nil {
+		return false, err
 	}
-	// ManagedOwner matched the reference exactly: its kind is in the catalog.
-	in, ok := integrations.Lookup(integrations.ParseGroupKind(owner.APIVersion, owner.Kind))
-	if !ok || !in.Ignorable {
-		return true, nil
+	in, _ := integrations.Lookup(top.GroupVersionKind().GroupKind())
+	return kueueIgnores(top, req.Namespace, in, view) == "", nil
+}
+
+// kueueAncestor is the topmost ancestor Kueue counts obj as part of, or nil.
+func kueueAncestor(obj metav1.Object, namespace string, view cluster.View) (*unstructured.Unstructured, error) {
+	cfg, _ := view.KueueConfig()
+	unqueued := cfg != nil && cfg.ManageJobsWithoutQueueName
+	frameworks, known := view.KueueFrameworks()
+	seen := sets.New[types.UID]()
+	var top *unstructured.Unstructured
+	for cur := obj; ; {
+		if seen.Has(cur.GetUID()) {
+			return nil, fmt.Errorf("the controller owners of %q form a cycle, which Kueue refuses to walk", obj.GetName())
+		}
+		seen.Insert(cur.GetUID())
+		owner := metav1.GetControllerOfNoCopy(cur)
+		if owner == nil || !integrations.IsManagedOwner(owner.APIVersion, owner.Kind) {
+			return top, nil
+		}
+		in, _ := integrations.Lookup(integrations.ParseGroupKind(owner.APIVersion, owner.Kind))
+		if !cluster.ParentKind(in.GVK) {
+			return top, nil // a Pod: see partOfManaged
+		}
+		parent, found, err := view.Parent(in.GVK, namespace, owner.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("kueue-guard has not seen %s %s/%s, the controller owner of %q, yet; retry in a few seconds",
+				owner.Kind, namespace, owner.Name, obj.GetName())
+		}
+		if parent.GetUID() != owner.UID {
+			return top, nil
+		}
+		if (!known || in.EnabledBy(frameworks)) && (unqueued || parent.GetLabels()[integrations.QueueNameLabel] != "") {
+			top = parent
+		}
+		if len(seen) > managedOwnersChainLimit {
+			return nil, fmt.Errorf("the controller owners of %q are nested deeper than Kueue walks (%d)", obj.GetName(), managedOwnersChainLimit)
+		}
+		cur = parent
 	}
-	parent, found, err := view.Parent(in.GVK, req.Namespace, owner.Name)
-	if err != nil {
-		return false, fmt.Errorf("looking up %s %s/%s: %w", owner.Kind, req.Namespace, owner.Name, err)
-	}
-	if !found || parent.GetUID() != owner.UID || kueueIgnores(parent, req.Namespace, in, view) != "" {
-		return false, nil
-	}
-	return workload.QueueName(parent, in) != "" || kueueHoldsUnqueued(req.Namespace, view), nil
 }

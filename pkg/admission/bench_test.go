@@ -53,8 +53,8 @@ func BenchmarkWorkload(b *testing.B) {
 	objects := map[string]*unstructured.Unstructured{
 		"Job":    fixtures.Job("ml", "j").Parallelism(4).Requests("nvidia.com/gpu", "2").Obj(),
 		"JobSet": fixtures.JobSet("ml", "js").Requests("nvidia.com/gpu", "1").Obj(),
-		// A ReplicaSet's pod is a plain pod to Kueue, judged like any: what every
-		// pod of a Deployment or DaemonSet in a judged namespace costs.
+		// A ReplicaSet's pod is judged as a pod of its own: what every pod of a
+		// Deployment in a judged namespace costs.
 		"ReplicaSetPod": fixtures.Pod("ml", "p").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj(),
 	}
 	for _, withPolicies := range []bool{false, true} {

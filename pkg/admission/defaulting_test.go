@@ -299,7 +299,7 @@ var _ = Describe("queue defaulting", func() {
 			"system:serviceaccount:ray-system:kuberay-operator", false),
 		Entry("a TrainJob's JobSet from the Trainer", fixtures.JobSet("a", "js").ControlledBy("trainer.kubeflow.org/v1alpha1", "TrainJob", "t").Obj(),
 			"system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager", false),
-		Entry("a ReplicaSet's pod is a plain pod to Kueue, even from its controller",
+		Entry("a ReplicaSet's pod is judged as a pod of its own, even from its controller",
 			fixtures.Pod("a", "p").ControlledBy("apps/v1", "ReplicaSet", "rs").Obj(), "system:serviceaccount:kube-system:replicaset-controller", true),
 		Entry("a DaemonSet's pod is a plain pod to Kueue", fixtures.Pod("a", "p").ControlledBy("apps/v1", "DaemonSet", "d").Obj(),
 			"system:serviceaccount:kube-system:daemon-set-controller", true),

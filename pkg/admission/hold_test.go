@@ -158,6 +158,9 @@ var _ = Describe("a ReplicaSet under a workload Kueue manages", func() {
 		},
 		Entry("a tenant's ReplicaSet under their Job", rs("Job"), tenantID, "t", true),
 		Entry("a tenant's ReplicaSet under a CronJob (whose Jobs Kueue holds one by one)", rs("CronJob"), tenantID, "t", false),
+		Entry("a tenant's ReplicaSet under another ReplicaSet (Kueue walks through both)",
+			fixtures.Object{Unstructured: func() *unstructured.Unstructured { o := rs("Job"); o.SetOwnerReferences(nil); return o }()}.
+				ControlledBy("apps/v1", "ReplicaSet", "web-1").Obj(), tenantID, "t", true),
 		Entry("a controller's", rs("Job"), "system:serviceaccount:kube-system:replicaset-controller", "t", false),
 		Entry("in a system namespace", rs("Job"), tenantID, "kube-system", false),
 	)
@@ -260,6 +263,10 @@ var _ = Describe("a trusted operator's child of a parent Kueue may ignore", func
 		Entry("a RayJob on an existing cluster, which Kueue ignores", "on-cluster", true),
 		Entry("a RayJob without a queue, which Kueue does not manage", "unqueued", true),
 		Entry("a RayJob that is not the one the reference names", "stale", true),
-		Entry("a RayJob that does not exist", "ghost", true),
 	)
+
+	It("is refused, to be retried, while its parent is not in the cache, as Kueue's webhook refuses it", func() {
+		_, err := built(config.Default()).Workload(context.Background(), submitter("ghost"), v())
+		Expect(err).To(MatchError(ContainSubstring("has not seen RayJob owed/ghost")))
+	})
 })

@@ -117,7 +117,7 @@ var _ = Describe("while Kueue is not serving", func() {
 		req := create(fixtures.Job("t", "j").Set(false, "spec", "suspend").Obj())
 		Expect(absentRules(mutate(built(config.Default()), gone(), req))).To(BeEmpty())
 
-		child := create(fixtures.Pod("t", "p").Queue("q").ControlledBy("batch/v1", "Job", "j").Obj())
+		child := create(fixtures.Pod("t", "p").ControlledBy("batch/v1", "Job", "j").Obj())
 		child.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"}
 		Expect(absentRules(mutate(built(config.Default()), gone(), child))).To(BeEmpty())
 	})

@@ -83,8 +83,12 @@ func (p *Pipeline) target(req *Request, view cluster.View) (Target, bool, error)
 	// that workload; policies and guards on each pod would block its controller.
 	// Only a trusted controller's word that an object is such a part is taken:
 	// anyone else's object is top-level whatever its owner references say. The
-	// webhooks' match conditions skip the same requests, but for the children
-	// of a parent Kueue may ignore, which are parts only when Kueue manages it.
+	// webhooks' match conditions skip the unlabelled ones (PartOfAnother); a
+	// child with a queue label of its own, or of a parent Kueue may ignore, is
+	// a part only when Kueue's walk says so.
+	if p.trust.PartOfAnother(req.UserInfo, req.Object) {
+		return Target{}, false, nil
+	}
 	trusted := p.trust.Trusted(req.UserInfo)
 	if trusted && trust.ManagedOwner(req.Object) {
 		part, err := partOfManaged(req, view)

@@ -109,20 +109,31 @@ func ManagedOwner(obj *unstructured.Unstructured) bool {
 	return false
 }
 
-// PartOfAnother reports whether an object under admission is part of another
-// workload (a Job's pods, a JobSet's Jobs) and so is judged as that workload,
-// not by itself: only when a trusted controller sends it and its controller
-// owner is a kind Kueue manages. Everyone else's objects are top-level,
-// whatever their owner references say.
+// PartOfAnother reports whether the webhooks' match condition keeps an object
+// from the webhooks (TopLevelCEL): a trusted controller's object whose
+// controller owner is a kind Kueue manages (bar the kinds it may ignore,
+// integrations.Integration.Ignorable) and that carries no queue label. Such an
+// object is a part of its parent or, when Kueue does not manage the parent,
+// as unmanaged as it: Kueue queues the child of an unmanaged parent only by
+// its own queue label, and those children reach the server, which walks the
+// owners as Kueue does. Everyone else's objects are top-level, whatever
+// their owner references say.
 func (m *Matcher) PartOfAnother(u authenticationv1.UserInfo, obj *unstructured.Unstructured) bool {
-	return obj != nil && ManagedOwner(obj) && m.Trusted(u)
+	if obj == nil || obj.GetLabels()[integrations.QueueNameLabel] != "" || !m.Trusted(u) {
+		return false
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && skippedOwner(ref.APIVersion+"/"+ref.Kind) {
+			return true
+		}
+	}
+	return false
 }
 
-// OwnerCEL is ManagedOwner as a CEL expression over the admitted object,
-// without the kinds Kueue may ignore whatever their queue
-// (integrations.Integration.Ignorable): whether their children are parts of a
-// workload depends on the parent, which only the server can look up.
-func OwnerCEL() string {
+// skippedOwner reports the "apiVersion/kind" owners OwnerCEL lists.
+func skippedOwner(owner string) bool { return slices.Contains(skippedOwners(), owner) }
+
+func skippedOwners() []string {
 	var owners []string
 	for _, o := range integrations.ManagedOwners() {
 		if in, ok := integrations.Lookup(integrations.ParseGroupKind(o.APIVersion, o.Kind)); ok && in.Ignorable {
@@ -130,8 +141,16 @@ func OwnerCEL() string {
 		}
 		owners = append(owners, o.APIVersion+"/"+o.Kind)
 	}
+	return owners
+}
+
+// OwnerCEL is PartOfAnother's object half as a CEL expression over the
+// admitted object.
+func OwnerCEL() string {
 	return fmt.Sprintf("(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "+
-		"has(r.controller) && r.controller && (r.apiVersion + '/' + r.kind) in %s))", celList(owners))
+		"has(r.controller) && r.controller && (r.apiVersion + '/' + r.kind) in %s) && "+
+		"!(has(object.metadata.labels) && '%s' in object.metadata.labels && object.metadata.labels['%s'] != ''))",
+		celList(skippedOwners()), integrations.QueueNameLabel, integrations.QueueNameLabel)
 }
 
 // TopLevelCEL is the webhooks' match condition expression: true (call the

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/trust"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -57,6 +58,18 @@ var _ = Describe("Matcher", func() {
 		Expect(m.PartOfAnother(kcm, owned("apps/v1", "ReplicaSet"))).To(BeFalse())
 		Expect(m.PartOfAnother(kcm, owned("example.com/v1", "Job"))).To(BeFalse())
 		Expect(m.PartOfAnother(kcm, &unstructured.Unstructured{Object: map[string]any{}})).To(BeFalse())
+	})
+
+	It("leaves to the server a child with a queue label of its own, and a child of a kind Kueue may ignore", func() {
+		kcm := authenticationv1.UserInfo{Username: "system:kube-controller-manager"}
+		labelled := owned("jobset.x-k8s.io/v1alpha2", "JobSet")
+		labelled.SetLabels(map[string]string{integrations.QueueNameLabel: "lq"})
+		Expect(m.PartOfAnother(kcm, labelled)).To(BeFalse(), "Kueue queues it by its own label when it does not manage the parent")
+		labelled.SetLabels(map[string]string{integrations.QueueNameLabel: ""})
+		Expect(m.PartOfAnother(kcm, labelled)).To(BeTrue(), "an empty queue label is no queue to Kueue")
+		Expect(m.PartOfAnother(kcm, owned("ray.io/v1", "RayJob"))).To(BeFalse())
+		Expect(trust.OwnerCEL()).To(ContainSubstring("'" + integrations.QueueNameLabel + "' in object.metadata.labels"))
+		Expect(trust.OwnerCEL()).NotTo(ContainSubstring("ray.io/v1/RayJob"))
 	})
 
 	It("covers the documented default identities", func() {
