@@ -1,11 +1,14 @@
 # METADATA
 # title: Resource requests required
 # description: >-
-#   Denies a new queued workload with a container that declares neither a request nor
-#   a limit for cpu or memory (data.kueue_guard.config.required_requests). Kueue
-#   charges quota by requests (a limit stands in for a missing request), so such a
-#   container would run on quota it never reserved. Every pod template of the object
-#   is checked, wherever its kind keeps it.
+#   Denies a new queued workload with a container, init container or sidecar (a
+#   restartable init container, which runs as long as the pod) that declares no
+#   request, or a request of zero or below data.kueue_guard.config.minimum_requests,
+#   for a resource in data.kueue_guard.config.required_requests (cpu and memory by
+#   default). Kueue charges quota by requests (a limit stands in for a missing
+#   request) and counts every one of these containers, so such a container would
+#   run on quota it never reserved. Every pod template of the object is checked,
+#   wherever its kind keeps it.
 # schemas:
 #   - input: schema.input
 # custom:
@@ -18,6 +21,10 @@ import data.kueue_guard.lib
 
 required := object.get(lib.settings, "required_requests", ["cpu", "memory"])
 
+# minimum is the least request each required resource may declare; a request
+# must be above zero whatever it says.
+minimum := object.get(lib.settings, "minimum_requests", {})
+
 # pod_specs are [path, spec] for every pod spec in the object (kueue-guard finds
 # them: input.workload.podSpecPaths): spec itself for a
 # Pod, and every pod template's spec in the other kinds.
@@ -27,17 +34,53 @@ pod_specs contains [path, pod] if {
 	is_array(pod.containers)
 }
 
-declares(c, r) if object.get(c, ["resources", "requests", r], null) != null
+# containers are [field, kind, container] for the regular and init containers
+# (a sidecar is an init container with restartPolicy: Always) of every pod spec.
+containers contains [sprintf("%s.%s[%d]", [lib.field_path(path), list, i]), kind_of(list, c), c] if {
+	some [path, pod] in pod_specs
+	some list in ["containers", "initContainers"]
+	some i, c in object.get(pod, list, [])
+}
 
-declares(c, r) if object.get(c, ["resources", "limits", r], null) != null
+fix(r) := sprintf("request at least %v", [minimum[r]]) if minimum[r]
 
-deny contains {"msg": msg, "field": field} if {
+else := "request more than 0"
+
+kind_of("containers", _) := "container"
+
+kind_of("initContainers", c) := "sidecar" if c.restartPolicy == "Always"
+
+else := "init container"
+
+# declared(c, r) is the request Kueue charges for r: the request, else the limit.
+declared(c, r) := object.get(c, ["resources", "requests", r], null) if {
+	object.get(c, ["resources", "requests", r], null) != null
+} else := object.get(c, ["resources", "limits", r], null)
+
+quantity(q) := q if is_number(q)
+
+quantity(q) := units.parse(q) if is_string(q)
+
+too_small(c, r) if quantity(declared(c, r)) <= 0
+
+too_small(c, r) if quantity(declared(c, r)) < quantity(minimum[r])
+
+deny contains {"msg": msg, "field": sprintf("%s.resources.requests", [field])} if {
 	lib.judged
-	some spec in pod_specs
-	[path, pod] := spec
-	some i, c in pod.containers
-	missing := [r | some r in required; not declares(c, r)]
+	some [field, kind, c] in containers
+	missing := [r | some r in required; declared(c, r) == null]
 	count(missing) > 0
-	field := sprintf("%s.containers[%d].resources.requests", [lib.field_path(path), i])
-	msg := sprintf("container %q has no %s request: Kueue charges quota by requests", [object.get(c, "name", ""), concat(" or ", missing)])
+	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind, object.get(c, "name", ""), concat(" or ", missing)])
+}
+
+deny contains {"msg": msg, "field": sprintf("%s.resources.requests.%s", [field, r])} if {
+	lib.judged
+	some [field, kind, c] in containers
+	some r in required
+	declared(c, r) != null
+	too_small(c, r)
+	msg := sprintf(
+		"%s %q requests %v %s: Kueue charges quota by requests, so it would run on quota it never reserved; %s",
+		[kind, object.get(c, "name", ""), declared(c, r), r, fix(r)],
+	)
 }

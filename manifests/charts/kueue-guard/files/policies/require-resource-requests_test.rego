@@ -85,3 +85,45 @@ test_update_dropping_requests_is_judged if {
 	base := json.patch(job([{"name": "main"}]), [{"op": "replace", "path": "/request/operation", "value": "UPDATE"}])
 	count(policy.deny) > 0 with input as paths(object.union(base, {"workload": {"grows": true}}))
 }
+
+pod_with(spec) := paths({
+	"request": {"operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"}},
+	"object": {"spec": spec},
+})
+
+test_init_containers_and_sidecars_are_judged if {
+	sidecar := {"name": "proxy", "restartPolicy": "Always"}
+	denials := policy.deny with input as pod_with({"containers": [complete], "initContainers": [{"name": "setup"}, sidecar]})
+	{v.msg | some v in denials} == {
+		`init container "setup" has no cpu or memory request: Kueue charges quota by requests`,
+		`sidecar "proxy" has no cpu or memory request: Kueue charges quota by requests`,
+	}
+	{v.field | some v in denials} == {"spec.initContainers[0].resources.requests", "spec.initContainers[1].resources.requests"}
+}
+
+test_a_zero_request_says_nothing if {
+	zero := {"name": "main", "resources": {"requests": {"cpu": "0", "memory": "1Gi"}}}
+	policy.deny == {{
+		"msg": `container "main" requests 0 cpu: Kueue charges quota by requests, so it would run on quota it never reserved; request more than 0`,
+		"field": "spec.template.spec.containers[0].resources.requests.cpu",
+	}} with input as job([zero])
+}
+
+test_a_zero_limit_standing_in_for_the_request_is_zero_too if {
+	c := {"name": "main", "resources": {"limits": {"cpu": "0m", "memory": "1Gi"}}}
+	count(policy.deny) == 1 with input as job([c])
+}
+
+test_minimum_requests_from_config if {
+	small := {"name": "main", "resources": {"requests": {"cpu": "5m", "memory": "1Gi"}}}
+	enough := {"name": "main", "resources": {"requests": {"cpu": "10m", "memory": "1Gi"}}}
+	conf := {"minimum_requests": {"cpu": "10m"}}
+	some v in policy.deny with input as job([small]) with data.kueue_guard.config as conf
+	v.msg == `container "main" requests 5m cpu: Kueue charges quota by requests, so it would run on quota it never reserved; request at least 10m`
+	count(policy.deny) == 0 with input as job([enough]) with data.kueue_guard.config as conf
+}
+
+test_numbers_as_quantities if {
+	c := {"name": "main", "resources": {"requests": {"cpu": 2, "memory": 0}}}
+	{v.field | some v in policy.deny} == {"spec.template.spec.containers[0].resources.requests.memory"} with input as job([c])
+}
