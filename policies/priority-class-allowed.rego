@@ -1,9 +1,12 @@
 # METADATA
 # title: Restricted WorkloadPriorityClasses
 # description: >-
-#   Denies a workload that uses a WorkloadPriorityClass listed in
+#   Denies a workload whose priority comes from a class listed in
 #   data.kueue_guard.config.priority_classes unless the requesting user, one of its
 #   groups, or the namespace is allowed there. Classes not listed are open to all.
+#   The class is the one Kueue takes the workload's priority from: its
+#   WorkloadPriorityClass label, or else the pods' priorityClassName (a
+#   Kubernetes PriorityClass such as system-cluster-critical, listed the same way).
 #   Objects created by a controller (a CronJob's Jobs) are skipped: their owner was
 #   judged, and the request's user is the controller.
 # schemas:
@@ -38,11 +41,35 @@ who(rule) := concat("; ", parts) if {
 	count(parts) > 0
 } else := "nobody"
 
-deny contains {"msg": msg, "field": lib.label_field(lib.priority_label)} if {
-	lib.label_applies(lib.priority_label)
+# applies: a new workload, or an update that changes the class or its source
+# (a suspended Job's label, say).
+applies if lib.creating
+
+applies if {
+	input.request.operation == "UPDATE"
+	input.oldWorkload.priority != input.workload.priority
+}
+
+pod_source := "scheduling.k8s.io/priorityclass"
+
+# named(priority) is how a message names the class, by its source.
+named(priority) := sprintf("PriorityClass %q (the pods' priorityClassName, which Kueue takes as the workload's priority without a %s label)", [priority.class, lib.priority_label]) if {
+	priority.source == pod_source
+} else := sprintf("WorkloadPriorityClass %q", [priority.class])
+
+# field(priority) is where the class is set: the label, or the first pod
+# template that names it.
+field(priority) := f if {
+	priority.source == pod_source
+	paths := [p | some p in input.workload.podSpecPaths; object.get(input.object, array.concat(p, ["priorityClassName"]), "") == priority.class]
+	f := sprintf("%s.priorityClassName", [lib.field_path(paths[0])])
+} else := lib.label_field(lib.priority_label)
+
+deny contains {"msg": msg, "field": field(priority)} if {
+	applies
 	not lib.owned
-	class := input.workload.priorityClass
-	rule := restricted[class]
+	priority := input.workload.priority
+	rule := restricted[priority.class]
 	not permitted(rule)
-	msg := sprintf("WorkloadPriorityClass %q is reserved for %s", [class, who(rule)])
+	msg := sprintf("%s is reserved for %s", [named(priority), who(rule)])
 }

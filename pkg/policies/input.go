@@ -265,6 +265,7 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("framework", str(s.Framework)),
 		item("queueName", str(s.QueueName)),
 		item("priorityClass", str(s.PriorityClass)),
+		item("priority", ast.ObjectTerm(item("class", str(s.Priority.Class)), item("source", str(s.Priority.Source)))),
 		item("podSets", ast.ArrayTerm(podSets...)),
 		item("totalRequests", resourceListTerm(s.TotalRequests)),
 		item("admissionUnit", str(string(s.AdmissionUnit))),

@@ -99,6 +99,7 @@ var _ = Describe("BuildInput", func() {
 			"framework":     "batch/job",
 			"queueName":     "lq",
 			"priorityClass": "high",
+			"priority":      map[string]any{"class": "high", "source": "kueue.x-k8s.io/workloadpriorityclass"},
 			"podSets": []any{map[string]any{"name": "main", "count": 5.0, "minCount": nil,
 				"requests": map[string]any{"cpu": 0.5, "memory": 1536.0 * 1024 * 1024, gpu: 2.0}}},
 			"totalRequests":   map[string]any{"cpu": 2.5, "memory": 5 * 1536.0 * 1024 * 1024, gpu: 10.0},

@@ -51,6 +51,8 @@ type Summary struct {
 	QueueName string
 	// PriorityClass is the kueue.x-k8s.io/priority-class label, or "".
 	PriorityClass string
+	// Priority is where Kueue takes the workload's priority from.
+	Priority Priority
 	// PodSets are the object's pod sets in Kueue's order.
 	PodSets []PodSet
 	// TotalRequests is the sum over pod sets of Requests × Count: what the whole
@@ -180,6 +182,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		Framework:     in.EffectiveFramework(),
 		QueueName:     QueueName(obj, in),
 		PriorityClass: PriorityClass(obj, in),
+		Priority:      priorityOf(obj, in, kueuePodSets),
 		PodSets:       podSets,
 		TotalRequests: total,
 		PodSpecPaths:  PodSpecPaths(obj),
@@ -359,4 +362,30 @@ func addScaled(into, per corev1.ResourceList, n int64) {
 		}
 		into[name] = v
 	}
+}
+
+// Priority sources, as Kueue names them on a Workload (spec.priorityClassRef).
+const (
+	PrioritySourceWorkload = "kueue.x-k8s.io/workloadpriorityclass"
+	PrioritySourcePod      = "scheduling.k8s.io/priorityclass"
+)
+
+// Priority is the class a workload's priority comes from, and its source.
+type Priority struct {
+	Class, Source string
+}
+
+// priorityOf is jobframework.ExtractPriority without the lookup of the
+// class's value: the WorkloadPriorityClass label, else the first pod set's
+// priorityClassName (every kind's own priority class is its pod template's).
+func priorityOf(obj *unstructured.Unstructured, in *integrations.Integration, podSets []kueue.PodSet) Priority {
+	if c := PriorityClass(obj, in); c != "" {
+		return Priority{Class: c, Source: PrioritySourceWorkload}
+	}
+	for _, ps := range podSets {
+		if c := ps.Template.Spec.PriorityClassName; c != "" {
+			return Priority{Class: c, Source: PrioritySourcePod}
+		}
+	}
+	return Priority{}
 }

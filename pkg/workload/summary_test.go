@@ -335,6 +335,20 @@ var _ = Describe("Summarize", func() {
 		Expect(s.Framework).To(Equal("batch/job"))
 		Expect(s.QueueName).To(Equal("gpu"))
 		Expect(s.PriorityClass).To(Equal("high"))
+		Expect(s.Priority).To(Equal(workload.Priority{Class: "high", Source: workload.PrioritySourceWorkload}))
+	})
+
+	It("takes the priority from the pods' priorityClassName without a WorkloadPriorityClass label, as Kueue does", func() {
+		obj := job(1, 0, cpu("1"))
+		Expect(unstructured.SetNestedField(obj.Object, "system-cluster-critical", "spec", "template", "spec", "priorityClassName")).To(Succeed())
+		s, err := workload.Summarize(ctx, obj)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Priority).To(Equal(workload.Priority{Class: "system-cluster-critical", Source: workload.PrioritySourcePod}))
+
+		obj.SetLabels(map[string]string{integrations.PriorityClassLabel: "low"})
+		s, err = workload.Summarize(ctx, obj)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Priority).To(Equal(workload.Priority{Class: "low", Source: workload.PrioritySourceWorkload}), "the label wins")
 	})
 
 	It("reads a CronJob's queue from its jobTemplate and reports the Job framework", func() {

@@ -14,7 +14,7 @@ inp(user, groups, ns, class) := {
 		"kind": {"group": "batch", "version": "v1", "kind": "Job"},
 		"userInfo": {"username": user, "groups": groups},
 	},
-	"workload": {"priorityClass": class},
+	"workload": {"priorityClass": class, "priority": {"class": class, "source": "kueue.x-k8s.io/workloadpriorityclass"}},
 	"object": {"metadata": {"labels": {"kueue.x-k8s.io/priority-class": class}}},
 	"oldObject": null,
 }
@@ -69,4 +69,38 @@ test_trusted_controller_created_objects_are_skipped if {
 test_forged_owner_is_judged if {
 	forged := cronjob_child("bob", false)
 	count(policy.deny) == 1 with input as forged with data.kueue_guard.config as config
+}
+
+# Without the label Kueue takes the pods' priorityClassName: the same table
+# judges it.
+pod_class(user, class) := {
+	"request": {
+		"operation": "CREATE", "namespace": "dev",
+		"kind": {"group": "batch", "version": "v1", "kind": "Job"},
+		"userInfo": {"username": user, "groups": []},
+	},
+	"workload": {
+		"priorityClass": "", "priority": {"class": class, "source": "scheduling.k8s.io/priorityclass"},
+		"podSpecPaths": [["spec", "template", "spec"]],
+	},
+	"object": {"spec": {"template": {"spec": {"priorityClassName": class}}}},
+	"oldObject": null,
+}
+
+test_pod_priority_class_is_judged_by_the_same_table if {
+	policy.deny == {{
+		"msg": `PriorityClass "critical" (the pods' priorityClassName, which Kueue takes as the workload's priority without a kueue.x-k8s.io/priority-class label) is reserved for groups ml-admins; namespaces prod`,
+		"field": "spec.template.spec.priorityClassName",
+	}} with input as pod_class("bob", "critical") with data.kueue_guard.config as config
+	count(policy.deny) == 0 with input as pod_class("bob", "low") with data.kueue_guard.config as config
+}
+
+test_an_update_that_does_not_change_the_priority_is_not_judged if {
+	upd := object.union(pod_class("bob", "critical"), {
+		"request": {"operation": "UPDATE"},
+		"oldWorkload": {"priority": {"class": "critical", "source": "scheduling.k8s.io/priorityclass"}},
+	})
+	count(policy.deny) == 0 with input as upd with data.kueue_guard.config as config
+	moved := object.union(upd, {"oldWorkload": {"priority": {"class": "low", "source": "scheduling.k8s.io/priorityclass"}}})
+	count(policy.deny) == 1 with input as moved with data.kueue_guard.config as config
 }
