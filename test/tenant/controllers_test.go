@@ -75,7 +75,9 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 		jobset := jobSetController(open)
 		js := fixtures.JobSet(open, name("js")).Obj()
 		Expect(alice.Create(ctx, js)).To(Succeed())
-		Eventually(func() error { return admin.Get(ctx, client.ObjectKey{Namespace: open, Name: queue}, &kueue.LocalQueue{}) }).Should(Succeed())
+		Eventually(func() error {
+			return admin.Get(ctx, client.ObjectKey{Namespace: open, Name: queue}, &kueue.LocalQueue{})
+		}).Should(Succeed())
 
 		// Her JobSet's template names a queue for its Jobs: Kueue queues each
 		// Job by its own label, so each must meet the policies as a workload.
