@@ -86,10 +86,10 @@ func (p *Pipeline) target(req *Request, view cluster.View) (Target, bool, error)
 	// webhooks' match conditions skip the unlabelled ones (PartOfAnother); a
 	// child with a queue label of its own, or of a parent Kueue may ignore, is
 	// a part only when Kueue's walk says so.
-	if p.trust.PartOfAnother(req.UserInfo, req.Object) {
+	trusted := p.trust.Trusted(req.UserInfo)
+	if trusted && trust.MatchSkips(req.Object) {
 		return Target{}, false, nil
 	}
-	trusted := p.trust.Trusted(req.UserInfo)
 	if trusted && trust.ManagedOwner(req.Object) {
 		part, err := partOfManaged(req, view)
 		if err != nil || part {

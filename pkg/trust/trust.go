@@ -110,30 +110,44 @@ func ManagedOwner(obj *unstructured.Unstructured) bool {
 }
 
 // PartOfAnother reports whether the webhooks' match condition keeps an object
-// from the webhooks (TopLevelCEL): a trusted controller's object whose
-// controller owner is a kind Kueue manages (bar the kinds it may ignore,
-// integrations.Integration.Ignorable) and that carries no queue label. Such an
-// object is a part of its parent or, when Kueue does not manage the parent,
-// as unmanaged as it: Kueue queues the child of an unmanaged parent only by
-// its own queue label, and those children reach the server, which walks the
-// owners as Kueue does. Everyone else's objects are top-level, whatever
-// their owner references say.
+// from the webhooks (TopLevelCEL): a trusted controller's object that
+// MatchSkips. Everyone else's objects are top-level, whatever their owner
+// references say.
 func (m *Matcher) PartOfAnother(u authenticationv1.UserInfo, obj *unstructured.Unstructured) bool {
-	if obj == nil || obj.GetLabels()[integrations.QueueNameLabel] != "" || !m.Trusted(u) {
+	return m.Trusted(u) && MatchSkips(obj)
+}
+
+// MatchSkips is PartOfAnother's object half (OwnerCEL): a controller owner of
+// a kind Kueue manages (bar the kinds it may ignore,
+// integrations.Integration.Ignorable), and no queue label. Such an object is
+// a part of its parent or, when Kueue does not manage the parent, as
+// unmanaged as it: Kueue queues the child of an unmanaged parent only by its
+// own queue label, and those children reach the server, which walks the
+// owners as Kueue does.
+func MatchSkips(obj *unstructured.Unstructured) bool {
+	if obj == nil {
 		return false
 	}
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && skippedOwner(ref.APIVersion+"/"+ref.Kind) {
+	// Read in place: GetLabels and GetOwnerReferences copy, on every request.
+	if q, _, _ := unstructured.NestedString(obj.Object, "metadata", "labels", integrations.QueueNameLabel); q != "" {
+		return false
+	}
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	refs, _ := meta["ownerReferences"].([]any)
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		apiVersion, _ := ref["apiVersion"].(string)
+		kind, _ := ref["kind"].(string)
+		if ref["controller"] == true && slices.Contains(skippedOwners, apiVersion+"/"+kind) {
 			return true
 		}
 	}
 	return false
 }
 
-// skippedOwner reports the "apiVersion/kind" owners OwnerCEL lists.
-func skippedOwner(owner string) bool { return slices.Contains(skippedOwners(), owner) }
-
-func skippedOwners() []string {
+// skippedOwners are the "apiVersion/kind" owners OwnerCEL lists: every kind
+// Kueue manages as a whole but the ones it may ignore whatever their queue.
+var skippedOwners = func() []string {
 	var owners []string
 	for _, o := range integrations.ManagedOwners() {
 		if in, ok := integrations.Lookup(integrations.ParseGroupKind(o.APIVersion, o.Kind)); ok && in.Ignorable {
@@ -142,7 +156,7 @@ func skippedOwners() []string {
 		owners = append(owners, o.APIVersion+"/"+o.Kind)
 	}
 	return owners
-}
+}()
 
 // OwnerCEL is PartOfAnother's object half as a CEL expression over the
 // admitted object.
@@ -150,7 +164,7 @@ func OwnerCEL() string {
 	return fmt.Sprintf("(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "+
 		"has(r.controller) && r.controller && (r.apiVersion + '/' + r.kind) in %s) && "+
 		"!(has(object.metadata.labels) && '%s' in object.metadata.labels && object.metadata.labels['%s'] != ''))",
-		celList(skippedOwners()), integrations.QueueNameLabel, integrations.QueueNameLabel)
+		celList(skippedOwners), integrations.QueueNameLabel, integrations.QueueNameLabel)
 }
 
 // TopLevelCEL is the webhooks' match condition expression: true (call the
