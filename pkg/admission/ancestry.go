@@ -128,8 +128,9 @@ const managedOwnersChainLimit = 10
 // webhooks and reconcilers decide it (jobframework.FindAncestorJobManagedByKueue,
 // which reads through a client we cannot hand it from the request path): walk
 // the controller owners, from the cache, while each is the one its reference
-// names; the object is a part when some ancestor is of a kind Kueue enables and
-// queued (or manageJobsWithoutQueueName is set). kueue-guard adds one
+// names; the object is a part when some ancestor is of a kind Kueue enables
+// (any, while Kueue's Configuration cannot be read) and queued (or
+// manageJobsWithoutQueueName is set). kueue-guard adds one
 // condition: Kueue must not ignore that ancestor (a RayJob on an existing
 // cluster), for then the part is held by nobody and must be judged on its own.
 // An owner the cache lacks is an error, as in Kueue's walk: its webhook
@@ -179,7 +180,8 @@ func kueueAncestor(obj metav1.Object, namespace string, view cluster.View) (*uns
 		if parent.GetUID() != owner.UID {
 			return top, nil
 		}
-		if (!known || in.EnabledBy(frameworks)) && (unqueued || parent.GetLabels()[integrations.QueueNameLabel] != "") {
+		queue, _, _ := unstructured.NestedString(parent.Object, "metadata", "labels", integrations.QueueNameLabel)
+		if (!known || in.EnabledBy(frameworks)) && (unqueued || queue != "") {
 			top = parent
 		}
 		if len(seen) > managedOwnersChainLimit {

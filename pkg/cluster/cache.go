@@ -72,7 +72,7 @@ func optionalTypes() []typedKind {
 	for _, gvk := range workload.TrainingRuntimeGVKs {
 		out = append(out, typedKind{gvk, newUnstructured(gvk)})
 	}
-	for _, gvk := range parentGVKs() {
+	for _, gvk := range parentKinds {
 		out = append(out, typedKind{gvk, newUnstructured(gvk)})
 	}
 	return out
@@ -133,7 +133,7 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 		}
 		scaled[in.GVK] = keepQueued(stripToMetadata)
 	}
-	for _, gvk := range parentGVKs() {
+	for _, gvk := range parentKinds {
 		scaled[gvk] = stripLink
 	}
 	byObject[newDeployment()] = deployment

@@ -9,14 +9,14 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
-// Parents are the controller owners Kueue's ancestry walk
+// parentKinds are the controller owners Kueue's ancestry walk
 // (jobframework.FindAncestorJobManagedByKueue) reads, cached so that the
 // pipeline decides "part of a workload Kueue manages" as Kueue does, from
 // memory: every kind Kueue manages as a whole, bar the ones already cached
 // for their scale (kept by keepQueued) and Pods, which own nothing a
 // controller makes. A parent costs its identity, its queue label and its
 // controller owner (stripLink): a tenant cannot make it large.
-func parentGVKs() []schema.GroupVersionKind {
+var parentKinds = func() []schema.GroupVersionKind {
 	var out []schema.GroupVersionKind
 	for _, o := range integrations.ManagedOwners() {
 		in, ok := integrations.Lookup(integrations.ParseGroupKind(o.APIVersion, o.Kind))
@@ -26,16 +26,13 @@ func parentGVKs() []schema.GroupVersionKind {
 		out = append(out, in.GVK)
 	}
 	return out
-}
+}()
 
-func isParentKind(gvk schema.GroupVersionKind) bool { return slices.Contains(parentGVKs(), gvk) }
+func isParentKind(gvk schema.GroupVersionKind) bool { return slices.Contains(parentKinds, gvk) }
 
 // ParentKind reports whether View.Parent answers for a kind: the cached
 // parents, and the kinds cached for their scale.
-func ParentKind(gvk schema.GroupVersionKind) bool {
-	in, ok := integrations.Lookup(gvk.GroupKind())
-	return ok && in.GVK == gvk && in.Framework != "" && gvk.Group != ""
-}
+func ParentKind(gvk schema.GroupVersionKind) bool { return isParentKind(gvk) || scaledKind(gvk) }
 
 // stripLink keeps what Kueue's walk reads of a parent: its identity, its queue
 // label, its controller owner and, for a kind Kueue may ignore, what Kueue
@@ -46,22 +43,17 @@ func stripLink(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	meta := map[string]any{}
-	m, _ := u.Object["metadata"].(map[string]any)
-	for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "deletionTimestamp"} {
-		if v, ok := m[k]; ok {
-			meta[k] = v
-		}
-	}
-	if q, ok := u.GetLabels()[integrations.QueueNameLabel]; ok {
+	meta := keptMetadata(u)
+	delete(meta, "labels")
+	if q, found, _ := unstructured.NestedString(u.Object, "metadata", "labels", integrations.QueueNameLabel); found {
 		meta["labels"] = map[string]any{integrations.QueueNameLabel: q}
 	}
-	if refs, ok := m["ownerReferences"].([]any); ok {
-		for _, r := range refs {
-			if rm, ok := r.(map[string]any); ok && rm["controller"] == true {
-				meta["ownerReferences"] = []any{rm}
-				break
-			}
+	refs, _ := meta["ownerReferences"].([]any)
+	delete(meta, "ownerReferences")
+	for _, r := range refs {
+		if rm, ok := r.(map[string]any); ok && rm["controller"] == true {
+			meta["ownerReferences"] = []any{rm}
+			break
 		}
 	}
 	out := &unstructured.Unstructured{Object: map[string]any{
@@ -78,8 +70,10 @@ func (v *InformerView) Parent(gvk schema.GroupVersionKind, namespace, name strin
 	if !ParentKind(gvk) {
 		return nil, false, nil
 	}
-	if gvk != deploymentGVK {
-		if k, ok := v.optional.byGVK[gvk]; !ok || k.informer.Load() == nil {
+	// A kind served by a CRD may be absent or loading; Deployments are always
+	// cached.
+	if k, ok := v.optional.byGVK[gvk]; ok {
+		if k.informer.Load() == nil {
 			return nil, false, nil // not served: there is no such parent
 		}
 		if err := v.optionalReady(gvk); err != nil {

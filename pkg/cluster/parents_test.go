@@ -15,7 +15,7 @@ var _ = Describe("the parents Kueue's ancestry walk reads", func() {
 	jobSet := schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}
 
 	It("caches every kind Kueue manages as a whole but Pods and the kinds cached for their scale", func() {
-		gvks := parentGVKs()
+		gvks := parentKinds
 		Expect(gvks).To(ContainElements(jobSet, schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"},
 			schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"}))
 		Expect(gvks).NotTo(ContainElement(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}))
