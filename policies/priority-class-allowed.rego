@@ -5,8 +5,9 @@
 #   data.kueue_guard.config.priority_classes unless the requesting user, one of its
 #   groups, or the namespace is allowed there. Classes not listed are open to all.
 #   The class is the one Kueue takes the workload's priority from: its
-#   WorkloadPriorityClass label, or else the pods' priorityClassName (a
-#   Kubernetes PriorityClass such as system-cluster-critical, listed the same way).
+#   WorkloadPriorityClass label, or else a Kubernetes PriorityClass (such as
+#   system-cluster-critical, listed the same way): an MPIJob's or Kubeflow job's
+#   runPolicy.schedulingPolicy.priorityClass, or the pods' priorityClassName.
 #   Objects created by a controller (a CronJob's Jobs) are skipped: their owner was
 #   judged, and the request's user is the controller.
 # schemas:
@@ -53,17 +54,18 @@ applies if {
 pod_source := "scheduling.k8s.io/priorityclass"
 
 # named(priority) is how a message names the class, by its source.
-named(priority) := sprintf("PriorityClass %q (the pods' priorityClassName, which Kueue takes as the workload's priority without a %s label)", [priority.class, lib.priority_label]) if {
+named(priority) := sprintf("PriorityClass %q (which Kueue takes as the workload's priority without a %s label)", [priority.class, lib.priority_label]) if {
 	priority.source == pod_source
 } else := sprintf("WorkloadPriorityClass %q", [priority.class])
 
-# field(priority) is where the class is set: the label, or the first pod
-# template that names it.
-field(priority) := f if {
-	priority.source == pod_source
+# field(priority) is where the class is set: the label, the first pod template
+# that names it, or else an MPIJob's or Kubeflow job's scheduling policy.
+field(priority) := lib.label_field(lib.priority_label) if {
+	priority.source != pod_source
+} else := f if {
 	paths := [p | some p in input.workload.podSpecPaths; object.get(input.object, array.concat(p, ["priorityClassName"]), "") == priority.class]
 	f := sprintf("%s.priorityClassName", [lib.field_path(paths[0])])
-} else := lib.label_field(lib.priority_label)
+} else := "spec.runPolicy.schedulingPolicy.priorityClass"
 
 deny contains {"msg": msg, "field": field(priority)} if {
 	applies

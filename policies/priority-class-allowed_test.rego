@@ -89,7 +89,7 @@ pod_class(user, class) := {
 
 test_pod_priority_class_is_judged_by_the_same_table if {
 	policy.deny == {{
-		"msg": `PriorityClass "critical" (the pods' priorityClassName, which Kueue takes as the workload's priority without a kueue.x-k8s.io/priority-class label) is reserved for groups ml-admins; namespaces prod`,
+		"msg": `PriorityClass "critical" (which Kueue takes as the workload's priority without a kueue.x-k8s.io/priority-class label) is reserved for groups ml-admins; namespaces prod`,
 		"field": "spec.template.spec.priorityClassName",
 	}} with input as pod_class("bob", "critical") with data.kueue_guard.config as config
 	count(policy.deny) == 0 with input as pod_class("bob", "low") with data.kueue_guard.config as config
@@ -103,4 +103,10 @@ test_an_update_that_does_not_change_the_priority_is_not_judged if {
 	count(policy.deny) == 0 with input as upd with data.kueue_guard.config as config
 	moved := object.union(upd, {"oldWorkload": {"priority": {"class": "low", "source": "scheduling.k8s.io/priorityclass"}}})
 	count(policy.deny) == 1 with input as moved with data.kueue_guard.config as config
+}
+
+test_a_scheduling_policy_class_points_there if {
+	inp := json.patch(pod_class("bob", "critical"), [{"op": "replace", "path": "/object", "value": {"spec": {"runPolicy": {"schedulingPolicy": {"priorityClass": "critical"}}}}}])
+	some v in policy.deny with input as inp with data.kueue_guard.config as config
+	v.field == "spec.runPolicy.schedulingPolicy.priorityClass"
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/controller/jobframework"
 	kueueappwrapper "sigs.k8s.io/kueue/pkg/controller/jobs/appwrapper"
 	kueuejob "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	kueuejobset "sigs.k8s.io/kueue/pkg/controller/jobs/jobset"
@@ -332,6 +333,40 @@ func kubeflowPodSets[T any](control func(*T) kubeflowjob.KFJobControl) podSetsFu
 			return nil, err
 		}
 		return (&kubeflowjob.KubeflowJob{KFJobControl: control(j)}).PodSets(ctx, nil)
+	}
+}
+
+// priorityClassFuncs are, for the kinds whose Kueue adapter chooses the
+// workload's priority class itself (jobframework.JobWithPriorityClass: an
+// MPIJob's or Kubeflow job's runPolicy.schedulingPolicy.priorityClass before
+// its templates'), that adapter's choice. Kueue's ExtractPriority then uses
+// it instead of the pod sets'. It decodes the object again, and runs only for
+// these kinds and only without a WorkloadPriorityClass label.
+var priorityClassFuncs = map[schema.GroupKind]func(*unstructured.Unstructured) (string, error){
+	{Group: "kubeflow.org", Kind: "MPIJob"}: func(obj *unstructured.Unstructured) (string, error) {
+		mj, err := decoded[kfmpi.MPIJob](obj)
+		if err != nil {
+			return "", err
+		}
+		return priorityClassOf((*kueuempijob.MPIJob)(mj)), nil
+	},
+	{Group: "kubeflow.org", Kind: "PyTorchJob"}: kubeflowPriorityClass(pytorchjobControl),
+	{Group: "kubeflow.org", Kind: "TFJob"}:      kubeflowPriorityClass(tfjobControl),
+	{Group: "kubeflow.org", Kind: "XGBoostJob"}: kubeflowPriorityClass(xgboostjobControl),
+	{Group: "kubeflow.org", Kind: "PaddleJob"}:  kubeflowPriorityClass(paddlejobControl),
+	{Group: "kubeflow.org", Kind: "JAXJob"}:     kubeflowPriorityClass(jaxjobControl),
+}
+
+// priorityClassOf takes the adapter as Kueue's reconciler does.
+func priorityClassOf(j jobframework.JobWithPriorityClass) string { return j.PriorityClass() }
+
+func kubeflowPriorityClass[T any](control func(*T) kubeflowjob.KFJobControl) func(*unstructured.Unstructured) (string, error) {
+	return func(obj *unstructured.Unstructured) (string, error) {
+		j, err := decoded[T](obj)
+		if err != nil {
+			return "", err
+		}
+		return priorityClassOf(&kubeflowjob.KubeflowJob{KFJobControl: control(j)}), nil
 	}
 }
 

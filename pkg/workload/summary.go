@@ -177,12 +177,16 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
+	priority, err := priorityOf(obj, in, kueuePodSets)
+	if err != nil {
+		return nil, fmt.Errorf("reading the priority class of %s %s: %w", gvk.Kind, objectName(obj), err)
+	}
 	s := &Summary{
 		Kind:          gvk,
 		Framework:     in.EffectiveFramework(),
 		QueueName:     QueueName(obj, in),
 		PriorityClass: PriorityClass(obj, in),
-		Priority:      priorityOf(obj, in, kueuePodSets),
+		Priority:      priority,
 		PodSets:       podSets,
 		TotalRequests: total,
 		PodSpecPaths:  PodSpecPaths(obj),
@@ -376,16 +380,24 @@ type Priority struct {
 }
 
 // priorityOf is jobframework.ExtractPriority without the lookup of the
-// class's value: the WorkloadPriorityClass label, else the first pod set's
-// priorityClassName (every kind's own priority class is its pod template's).
-func priorityOf(obj *unstructured.Unstructured, in *integrations.Integration, podSets []kueue.PodSet) Priority {
+// class's value: the WorkloadPriorityClass label; else, for a kind whose
+// adapter chooses (priorityClassFuncs), its choice; else the first pod set's
+// priorityClassName.
+func priorityOf(obj *unstructured.Unstructured, in *integrations.Integration, podSets []kueue.PodSet) (Priority, error) {
 	if c := PriorityClass(obj, in); c != "" {
-		return Priority{Class: c, Source: PrioritySourceWorkload}
+		return Priority{Class: c, Source: PrioritySourceWorkload}, nil
+	}
+	if custom, ok := priorityClassFuncs[in.GVK.GroupKind()]; ok {
+		c, err := custom(obj)
+		if err != nil || c == "" {
+			return Priority{}, err
+		}
+		return Priority{Class: c, Source: PrioritySourcePod}, nil
 	}
 	for _, ps := range podSets {
 		if c := ps.Template.Spec.PriorityClassName; c != "" {
-			return Priority{Class: c, Source: PrioritySourcePod}
+			return Priority{Class: c, Source: PrioritySourcePod}, nil
 		}
 	}
-	return Priority{}
+	return Priority{}, nil
 }

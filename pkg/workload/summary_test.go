@@ -351,6 +351,19 @@ var _ = Describe("Summarize", func() {
 		Expect(s.Priority).To(Equal(workload.Priority{Class: "low", Source: workload.PrioritySourceWorkload}), "the label wins")
 	})
 
+	DescribeTable("takes the priority an MPIJob's or Kubeflow job's adapter chooses: its scheduling policy's class first",
+		func(obj *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(obj.Object, "critical", "spec", "runPolicy", "schedulingPolicy", "priorityClass")).To(Succeed())
+			s, err := workload.Summarize(ctx, obj)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.Priority).To(Equal(workload.Priority{Class: "critical", Source: workload.PrioritySourcePod}))
+		},
+		Entry("MPIJob", object("kubeflow.org/v2beta1", "MPIJob", map[string]any{"mpiReplicaSpecs": map[string]any{
+			"Launcher": replicaSpec(1, cpu("1")), "Worker": replicaSpec(4, gpuLimit("2"))}})),
+		Entry("PyTorchJob", kubeflowJob("PyTorchJob", "pytorchReplicaSpecs", map[string]any{
+			"Master": replicaSpec(1, cpu("2")), "Worker": replicaSpec(3, gpuLimit("1"))})),
+	)
+
 	It("reads a CronJob's queue from its jobTemplate and reports the Job framework", func() {
 		obj := object("batch/v1", "CronJob", map[string]any{
 			"schedule": "@daily",
