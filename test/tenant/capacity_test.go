@@ -2,7 +2,11 @@ package tenant
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -41,5 +45,17 @@ var _ = Describe("capacity asked for another way", func() {
 		byLabel := job(1, 0)
 		byLabel.Labels["kueue.x-k8s.io/priority-class"] = "critical"
 		denied(alice.Create(ctx, byLabel), "kueue_guard.priority_class_allowed")
+
+		// An MPIJob's scheduling policy names the class Kueue's adapter
+		// picks first, over its templates'.
+		Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "mpijobs-edit"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"kubeflow.org"}, Resources: []string{"mpijobs"},
+				Verbs: []string{"create"}}}})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "alice-mpijobs"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mpijobs-edit"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
+		mpi := fixtures.MPIJob(team, name("mpi")).Requests("cpu", "100m").Requests("memory", "64Mi").
+			Set("critical", "spec", "runPolicy", "schedulingPolicy", "priorityClass").Obj()
+		denied(alice.Create(ctx, mpi), "kueue_guard.priority_class_allowed")
 	})
 })

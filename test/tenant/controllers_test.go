@@ -62,7 +62,7 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 		// A queue label the tenant wrote into the JobSet's template reaches the
 		// server; Kueue's walk still finds the queued JobSet above it.
 		labelled := jobSetJob(js, 1)
-		Expect(jobset.Create(ctx, labelled)).To(Succeed())
+		createAsController(jobset, labelled)
 		Expect(labelled.Annotations).NotTo(HaveKey("kueue-guard.io/defaulted-by"))
 		Expect(ptr.Deref(labelled.Spec.Suspend, false)).To(BeFalse(), "part of the JobSet: Kueue does not hold it either")
 	})
@@ -81,12 +81,9 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 
 		// Her JobSet's template names a queue for its Jobs: Kueue queues each
 		// Job by its own label, so each must meet the policies as a workload.
-		big := jobSetJob(js, 8)
-		big.Namespace = open
-		denied(jobset.Create(ctx, big), "kueue_guard.max_gpus_per_workload")
+		deniedAsController(jobset, jobSetJob(js, 8), "kueue_guard.max_gpus_per_workload")
 		small := jobSetJob(js, 1)
-		small.Namespace = open
-		Expect(jobset.Create(ctx, small)).To(Succeed())
+		createAsController(jobset, small)
 		Expect(ptr.Deref(small.Spec.Suspend, false)).To(BeTrue(), "queued on its own: Kueue holds it until it admits it")
 	})
 })

@@ -124,7 +124,7 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 	})
 
 	Describe("owner chains Kueue walks through a ReplicaSet", func() {
-		It("refuses a tenant's ReplicaSet under their small queued Job, and objects under a ReplicaSet", func() {
+		It("refuses a tenant's ReplicaSet under their small queued Job, and objects and ReplicaSets under a ReplicaSet", func() {
 			parent := queued(job(1, 0), heldLQ).(*batchv1.Job)
 			Expect(alice.Create(ctx, parent)).To(Succeed())
 			get(parent)
@@ -146,6 +146,10 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			big := job(1, 4)
 			big.OwnerReferences = underRS
 			denied(alice.Create(ctx, big), admission.RuleUntrustedOwner)
+			// Nor a ReplicaSet of hers under it: Kueue would walk through both.
+			nested := rs.DeepCopy()
+			nested.Name, nested.OwnerReferences = name("rs"), underRS
+			denied(alice.Create(ctx, nested), admission.RuleUntrustedOwner)
 		})
 	})
 
@@ -237,11 +241,11 @@ var _ = Describe("only Kueue releases a queued workload", func() {
 			owner := []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: rayJob.GetName(), UID: rayJob.GetUID(), Controller: new(true)}}
 			big := job(1, 8)
 			big.OwnerReferences = owner
-			denied(kuberay.Create(ctx, big), "kueue_guard.max_gpus_per_workload")
+			deniedAsController(kuberay, big, "kueue_guard.max_gpus_per_workload")
 
 			submitter := job(1, 1)
 			submitter.OwnerReferences = owner
-			Expect(kuberay.Create(ctx, submitter)).To(Succeed())
+			createAsController(kuberay, submitter)
 			Expect(submitter.Labels).To(HaveKeyWithValue(integrations.QueueNameLabel, queue), "queued as a workload of its own")
 			Expect(ptr.Deref(submitter.Spec.Suspend, false)).To(BeTrue(), "stored suspended, before Kueue admits it")
 			Eventually(func(g Gomega) {

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -93,6 +94,29 @@ func denied(err error, rule string) {
 	Expect(err).To(HaveOccurred())
 	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	Expect(err.Error()).To(ContainSubstring("[" + rule + "]"))
+}
+
+// asController creates obj as a controller does: again while kueue-guard
+// has not seen its owner yet (its cache may lag the API server by a moment,
+// and it refuses the child to be retried, as Kueue's webhook does).
+func asController(c client.Client, obj client.Object) error {
+	GinkgoHelper()
+	var err error
+	Eventually(func() bool {
+		err = c.Create(ctx, obj)
+		return err == nil || !strings.Contains(err.Error(), "retry in a few seconds")
+	}).Should(BeTrue(), "kueue-guard never saw the owner: %v", err)
+	return err
+}
+
+func createAsController(c client.Client, obj client.Object) {
+	GinkgoHelper()
+	Expect(asController(c, obj)).To(Succeed())
+}
+
+func deniedAsController(c client.Client, obj client.Object, rule string) {
+	GinkgoHelper()
+	denied(asController(c, obj), rule)
 }
 
 func get(obj client.Object) client.Object {
