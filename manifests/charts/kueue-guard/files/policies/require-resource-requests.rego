@@ -34,13 +34,17 @@ pod_specs contains [path, pod] if {
 	is_array(pod.containers)
 }
 
-# containers are [field, kind, container] for the regular and init containers
-# (a sidecar is an init container with restartPolicy: Always) of every pod spec.
-containers contains [sprintf("%s.%s[%d]", [lib.field_path(path), list, i]), kind_of(list, c), c] if {
+# containers are [path, list, index, container] for the regular and init
+# containers (a sidecar is an init container with restartPolicy: Always) of
+# every pod spec. Fields and names are rendered only for a denial: this runs
+# on every request.
+containers contains [path, list, i, c] if {
 	some [path, pod] in pod_specs
 	some list in ["containers", "initContainers"]
 	some i, c in object.get(pod, list, [])
 }
+
+field_of(path, list, i) := sprintf("%s.%s[%d].resources.requests", [lib.field_path(path), list, i])
 
 fix(r) := sprintf("request at least %v", [minimum[r]]) if minimum[r]
 
@@ -61,26 +65,27 @@ quantity(q) := q if is_number(q)
 
 quantity(q) := units.parse(q) if is_string(q)
 
-too_small(c, r) if quantity(declared(c, r)) <= 0
+too_small(q, _) if quantity(q) <= 0
 
-too_small(c, r) if quantity(declared(c, r)) < quantity(minimum[r])
+too_small(q, r) if quantity(q) < quantity(minimum[r])
 
-deny contains {"msg": msg, "field": sprintf("%s.resources.requests", [field])} if {
+deny contains {"msg": msg, "field": field_of(path, list, i)} if {
 	lib.judged
-	some [field, kind, c] in containers
+	some [path, list, i, c] in containers
 	missing := [r | some r in required; declared(c, r) == null]
 	count(missing) > 0
-	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind, object.get(c, "name", ""), concat(" or ", missing)])
+	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind_of(list, c), object.get(c, "name", ""), concat(" or ", missing)])
 }
 
-deny contains {"msg": msg, "field": sprintf("%s.resources.requests.%s", [field, r])} if {
+deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(path, list, i), r])} if {
 	lib.judged
-	some [field, kind, c] in containers
+	some [path, list, i, c] in containers
 	some r in required
-	declared(c, r) != null
-	too_small(c, r)
+	q := declared(c, r)
+	q != null
+	too_small(q, r)
 	msg := sprintf(
 		"%s %q requests %v %s: Kueue charges quota by requests, so it would run on quota it never reserved; %s",
-		[kind, object.get(c, "name", ""), declared(c, r), r, fix(r)],
+		[kind_of(list, c), object.get(c, "name", ""), q, r, fix(r)],
 	)
 }
