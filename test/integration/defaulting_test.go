@@ -229,7 +229,7 @@ var _ = Describe("the admission path", func() {
 			Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 			Expect(queueOf(obj)).To(Equal("q"))
 		}
-		Expect(serverRequests.snapshot()).To(Equal(before), "the server called the API server while admitting")
+		Expect(serverRequests.snapshot()[len(before):]).To(BeEmpty(), "the server called the API server while admitting")
 		Expect(before).NotTo(BeEmpty(), "the counter must see the informers' initial lists")
 	})
 })
