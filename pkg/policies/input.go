@@ -37,6 +37,7 @@ import (
 //	                   admissionUnit, unitRequests, minUnitRequests, topLevel,
 //	                   grows (an UPDATE that asks Kueue for more, see workload.Grows),
 //	                   podSpecPaths (where input.object keeps its pod specs)
+//	                   jobSpecPaths (where it keeps the Job specs it writes)
 //	input.oldWorkload  the old object's summary on UPDATE (same shape), else null
 //	input.namespace    name, labels, annotations (empty when the namespace is unknown)
 //	input.localQueue   name, clusterQueue, stopPolicy, status{active,
@@ -274,6 +275,7 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("topLevel", boolTerm(true)),
 		item("grows", boolTerm(grows)),
 		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
+		item("jobSpecPaths", pathsTerm(s.JobSpecPaths)),
 	)
 }
 

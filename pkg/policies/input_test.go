@@ -109,6 +109,7 @@ var _ = Describe("BuildInput", func() {
 			"topLevel":        true,
 			"grows":           false,
 			"podSpecPaths":    []any{[]any{"spec", "template", "spec"}},
+			"jobSpecPaths":    []any{[]any{"spec"}},
 		}))
 		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))
 	})

@@ -70,6 +70,8 @@ type Summary struct {
 	UnitPods, MinUnitPods int64
 	// PodSpecPaths are where the object keeps pod specs (see PodSpecPaths).
 	PodSpecPaths [][]any
+	// JobSpecPaths are where it keeps the Job specs it writes (see JobSpecPaths).
+	JobSpecPaths [][]any
 }
 
 // AdmissionUnit is what Kueue admits as one Workload.
@@ -190,6 +192,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		PodSets:       podSets,
 		TotalRequests: total,
 		PodSpecPaths:  PodSpecPaths(obj),
+		JobSpecPaths:  JobSpecPaths(obj),
 	}
 	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil
