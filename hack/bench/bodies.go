@@ -285,6 +285,7 @@ func editFirstContainer(obj *unstructured.Unstructured, edit func(map[string]any
 func replicatedJob(name string, replicas, parallelism int64, cpu, memory string) map[string]any {
 	return map[string]any{"name": name, "replicas": replicas, "template": map[string]any{"spec": map[string]any{
 		"parallelism": parallelism, "completions": parallelism, "backoffLimit": int64(3),
+		"podReplacementPolicy": "Failed",
 		"template": map[string]any{
 			"metadata": map[string]any{
 				"labels":      map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/component": name},

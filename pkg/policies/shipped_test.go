@@ -31,6 +31,7 @@ const (
 	allowedQueues        = "kueue_guard.allowed_queues"
 	priorityClassAllowed = "kueue_guard.priority_class_allowed"
 	maxExecTime          = "kueue_guard.max_exec_time_required"
+	podTermination       = "kueue_guard.pod_termination_bounded"
 )
 
 // gpuJob is a Job in ml on LocalQueue lq: parallelism pods of gpus GPUs each, with
@@ -76,7 +77,7 @@ var _ = Describe("The shipped policies", func() {
 	var engine *policies.Engine
 	BeforeEach(func() { engine = loadedEngine(shippedDir) })
 
-	It("are the six documented policies with their enforcement", func() {
+	It("are the seven documented policies with their enforcement", func() {
 		got := map[string]admission.Enforcement{}
 		for _, p := range engine.Policies() {
 			got[p.ID] = p.Enforcement
@@ -87,7 +88,20 @@ var _ = Describe("The shipped policies", func() {
 			allowedQueues: admission.EnforcementDeny, fitsClusterQueue: admission.EnforcementDeny,
 			maxExecTime: admission.EnforcementWarn, maxGPUs: admission.EnforcementDeny,
 			priorityClassAllowed: admission.EnforcementDeny, requireRequests: admission.EnforcementDeny,
+			podTermination: admission.EnforcementDeny,
 		}))
+	})
+
+	It("deny a JobSet's job that replaces terminating pods, at the field kueue-guard found", func() {
+		js := fixtures.JobSet("ml", "js").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
+			Requests("cpu", "1").Requests("memory", "1Gi").Obj()
+		jobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		unstructured.RemoveNestedField(jobs[0].(map[string]any), "template", "spec", "podReplacementPolicy")
+		Expect(unstructured.SetNestedSlice(js.Object, jobs, "spec", "replicatedJobs")).To(Succeed())
+		d := validate(engine, createRequest(js), gpuCluster("0"))
+		Expect(d.Denials()).To(HaveLen(1))
+		Expect(d.Denials()[0].Rule).To(Equal(podTermination))
+		Expect(d.Denials()[0].Field.String()).To(Equal("spec.replicatedJobs[0].template.spec.podReplacementPolicy"))
 	})
 
 	It("deny a Job that can never fit its ClusterQueue, naming requested and possible", func() {

@@ -113,7 +113,7 @@ var _ = Describe("the review command line", func() {
 		Expect(json.Unmarshal([]byte(out), &rep)).To(Succeed())
 		Expect(rep.Summary.Objects).To(Equal(1))
 		Expect(rep.Errors).To(HaveLen(4))
-		Expect(errOut).To(ContainSubstring("broken.yaml: document 2, line 24: invalid YAML"))
+		Expect(errOut).To(ContainSubstring("broken.yaml: document 2, line 25: invalid YAML"))
 	})
 
 	It("takes the policy directory from --config unless --policies is given", func() {

@@ -79,6 +79,7 @@ metadata:
     kueue.x-k8s.io/queue-name: q
 spec:
   parallelism: 3
+  podReplacementPolicy: Failed
   template:
     spec:
       restartPolicy: Never

@@ -52,7 +52,7 @@ var _ = Describe("Kueue's hold", func() {
 		},
 		Entry("a Job: suspended", fixtures.Job("t", "j").Queue("q").Set(false, "spec", "suspend").Obj(),
 			[]string{"spec"}, map[string]any{"suspend": true, "parallelism": int64(1), "completions": int64(1),
-				"template": fixtures.Job("t", "j").Obj().Object["spec"].(map[string]any)["template"]}),
+				"podReplacementPolicy": "Failed", "template": fixtures.Job("t", "j").Obj().Object["spec"].(map[string]any)["template"]}),
 		Entry("a Deployment: its template marked, labelled and queued", fixtures.Deployment("t", "d").Queue("q").Obj(),
 			[]string{"spec", "template", "metadata"}, map[string]any{
 				"labels":      map[string]any{"app": "d", "kueue.x-k8s.io/managed": "true", "kueue.x-k8s.io/queue-name": "q"},

@@ -31,7 +31,7 @@ const queueName = "team-queue"
 func job(namespace string) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "chart-", Namespace: namespace},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{PodReplacementPolicy: new(batchv1.Failed), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "main", Image: "registry.k8s.io/busybox:1.36",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{

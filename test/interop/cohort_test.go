@@ -65,7 +65,7 @@ var _ = Describe("capacity over a cohort tree", Ordered, func() {
 		return &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gpus-%d", gpus),
 				Labels: map[string]string{integrations.QueueNameLabel: "borrower", "kueue.x-k8s.io/max-exec-time-seconds": "60"}},
-			Spec: batchv1.JobSpec{Parallelism: new(int32(gpus)), Completions: new(int32(gpus)),
+			Spec: batchv1.JobSpec{Parallelism: new(int32(gpus)), Completions: new(int32(gpus)), PodReplacementPolicy: new(batchv1.Failed),
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{Name: "main", Image: "busybox",
 						Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}}}

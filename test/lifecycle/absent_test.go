@@ -33,7 +33,7 @@ func requests() corev1.ResourceRequirements {
 func queuedJob(name string) *batchv1.Job {
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: map[string]string{integrations.QueueNameLabel: queue}},
-		Spec: batchv1.JobSpec{Suspend: new(false), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Spec: batchv1.JobSpec{Suspend: new(false), PodReplacementPolicy: new(batchv1.Failed), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers:    []corev1.Container{{Name: "c", Image: "registry.k8s.io/busybox:1.36", Resources: requests()}},
 		}}},

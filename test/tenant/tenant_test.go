@@ -46,7 +46,7 @@ func podSpec(gpus int64) corev1.PodSpec {
 func job(pods int32, gpus int64) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("job"),
 		Labels: map[string]string{"kueue.x-k8s.io/max-exec-time-seconds": "3600"}},
-		Spec: batchv1.JobSpec{Parallelism: new(pods), Completions: new(pods),
+		Spec: batchv1.JobSpec{Parallelism: new(pods), Completions: new(pods), PodReplacementPolicy: new(batchv1.Failed),
 			Template: corev1.PodTemplateSpec{Spec: podSpec(gpus)}}}
 }
 
@@ -418,7 +418,8 @@ var _ = Describe("the real controllers, with every shipped policy loaded", func(
 		cj := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("cron")},
 			Spec: batchv1.CronJobSpec{Schedule: "* * * * *", JobTemplate: batchv1.JobTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"kueue.x-k8s.io/max-exec-time-seconds": "60"}},
-				Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: podSpec(0)}}}}}
+				Spec: batchv1.JobSpec{PodReplacementPolicy: new(batchv1.Failed),
+					Template: corev1.PodTemplateSpec{Spec: podSpec(0)}}}}}
 		Expect(alice.Create(ctx, cj)).To(Succeed())
 		Eventually(func(g Gomega) {
 			jobs := &batchv1.JobList{}

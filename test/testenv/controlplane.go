@@ -363,10 +363,10 @@ func (k *Kueue) waitForWebhooks(ctx context.Context) error {
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "testenv-kueue-probe-", Namespace: metav1.NamespaceDefault,
 				Labels: map[string]string{"kueue.x-k8s.io/queue-name": "testenv-probe"}},
-			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Spec: batchv1.JobSpec{PodReplacementPolicy: new(batchv1.Failed), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
-				// Requests, so that kueue-guard's shipped policies (when its webhooks
-				// are registered too) admit the probe.
+				// Requests and the replacement policy, so that kueue-guard's shipped
+				// policies (when its webhooks are registered too) admit the probe.
 				Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("8Mi")}}}},
 			}}},
