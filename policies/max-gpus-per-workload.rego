@@ -6,7 +6,8 @@
 #   Deployment (Kueue admits it pod by pod), one group of a LeaderWorkerSet. The limit is the namespace label
 #   kueue-guard.io/max-gpus, else data.kueue_guard.config.max_gpus.namespaces[namespace],
 #   else data.kueue_guard.config.max_gpus.default; without any of them there is no
-#   limit. GPU resources are data.kueue_guard.config.gpu_resources.
+#   limit. GPU resources are data.kueue_guard.config.gpu_resources: names, or prefixes ending in "*"
+#   (nvidia.com/mig-* counts every MIG profile); by default the common vendors' devices and MIG profiles.
 # schemas:
 #   - input: schema.input
 # custom:
@@ -19,12 +20,15 @@ import data.kueue_guard.lib
 
 max_gpus_label := "kueue-guard.io/max-gpus"
 
-# requested is one admission unit's total over every GPU resource, at full size:
-# Kueue may admit a partially admissible job whole when quota allows.
-requested := sum([n | some r in lib.gpu_resources; n := object.get(input.workload.unitRequests, r, 0)])
+# gpus are one admission unit's GPU resources with their amounts, at full size:
+# Kueue may admit a partially admissible job whole when quota allows. A
+# resource is counted once, however many entries of gpu_resources cover it.
+gpus := {r: n | some r, n in input.workload.unitRequests; lib.is_gpu(r)}
+
+requested := sum([n | some n in gpus])
 
 # kinds are the GPU resources the workload requests, for the message.
-kinds := concat(", ", [r | some r in lib.gpu_resources; object.get(input.workload.unitRequests, r, 0) > 0])
+kinds := concat(", ", sort([r | some r, n in gpus; n > 0]))
 
 # what names the unit in messages.
 what := "requests" if input.workload.admissionUnit == "workload"

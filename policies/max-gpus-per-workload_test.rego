@@ -40,7 +40,7 @@ test_default_limit_allows_at_limit if {
 test_gpu_kinds_add_up if {
 	some msg in policy.deny with input as request("ml", {}, {"nvidia.com/gpu": 6, "amd.com/gpu": 4})
 		with data.kueue_guard.config as config
-	contains(msg, "requests 10 GPUs (nvidia.com/gpu, amd.com/gpu)")
+	contains(msg, "requests 10 GPUs (amd.com/gpu, nvidia.com/gpu)")
 }
 
 test_namespace_data_overrides_default if {
@@ -92,4 +92,22 @@ test_shrinking_update_is_not_judged if {
 		"oldWorkload": {"totalRequests": {"nvidia.com/gpu": 16}, "podSets": []},
 	})
 	count(policy.deny) == 0 with input as inp with data.kueue_guard.config as config
+}
+
+test_a_prefix_counts_every_mig_profile if {
+	cfg := object.union(config, {"gpu_resources": ["nvidia.com/gpu", "nvidia.com/mig-*"]})
+	msgs := policy.deny with input as request("ml", {}, {"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-3g.20gb": 2, "nvidia.com/migrate": 5})
+		with data.kueue_guard.config as cfg
+	msgs == {`requests 9 GPUs (nvidia.com/mig-1g.5gb, nvidia.com/mig-3g.20gb) but namespace "ml" allows at most 8 per workload`}
+}
+
+test_a_resource_two_entries_cover_counts_once if {
+	cfg := object.union(config, {"gpu_resources": ["nvidia.com/gpu", "nvidia.com/*"]})
+	count(policy.deny) == 0 with input as request("ml", {}, {"nvidia.com/gpu": 8}) with data.kueue_guard.config as cfg
+}
+
+test_the_defaults_cover_the_common_vendors if {
+	some msg in policy.deny with input as request("ml", {}, {"gpu.intel.com/xe": 3, "habana.ai/gaudi": 3, "google.com/tpu": 3})
+		with data.kueue_guard.config as {"max_gpus": {"default": 8}}
+	contains(msg, "requests 9 GPUs (google.com/tpu, gpu.intel.com/xe, habana.ai/gaudi)")
 }

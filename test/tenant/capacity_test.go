@@ -1,10 +1,13 @@
 package tenant
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
@@ -56,6 +59,69 @@ var _ = Describe("capacity asked for another way", func() {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
 		mpi := fixtures.MPIJob(team, name("mpi")).Requests("cpu", "100m").Requests("memory", "64Mi").
 			Set("critical", "spec", "runPolicy", "schedulingPolicy", "priorityClass").Obj()
-		denied(alice.Create(ctx, mpi), "kueue_guard.priority_class_allowed")
+		// The API server's RBAC cache may take a moment to see the new binding.
+		var err error
+		Eventually(func() bool {
+			err = alice.Create(ctx, mpi)
+			return !apierrors.IsForbidden(err)
+		}).Should(BeTrue(), "alice may never create MPIJobs: %v", err)
+		denied(err, "kueue_guard.priority_class_allowed")
+	})
+
+	It("a MIG slice is a GPU to the cap: 5 MIG instances are refused under a cap of 4", func() {
+		mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
+		over := job(1, 0)
+		res := over.Spec.Template.Spec.Containers[0].Resources
+		res.Requests[mig], res.Limits[mig] = resource.MustParse("5"), resource.MustParse("5")
+		err := alice.Create(ctx, over)
+		denied(err, "kueue_guard.max_gpus_per_workload")
+		Expect(err.Error()).To(ContainSubstring("requests 5 GPUs (nvidia.com/mig-1g.5gb)"))
+	})
+
+	It("a queued workload whose pods could outlive their charge is refused with the fix; the fixed one is admitted", func() {
+		const rule = "kueue_guard.pod_termination_bounded"
+		// The API server's default replaces a pod as soon as it starts terminating.
+		byDefault := job(1, 0)
+		byDefault.Spec.PodReplacementPolicy = nil
+		err := alice.Create(ctx, byDefault)
+		denied(err, rule)
+		Expect(err.Error()).To(ContainSubstring("podReplacementPolicy is TerminatingOrFailed"))
+		Expect(err.Error()).To(ContainSubstring("set podReplacementPolicy: Failed"))
+
+		week := job(1, 0)
+		week.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(7 * 24 * 3600))
+		err = alice.Create(ctx, week)
+		denied(err, rule)
+		Expect(err.Error()).To(ContainSubstring("set it to 300 or less"))
+
+		// A JobSet's replicated job is a Job spec the tenant writes too.
+		js := fixtures.JobSet(team, name("js")).Obj()
+		jobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		unstructured.RemoveNestedField(jobs[0].(map[string]any), "template", "spec", "podReplacementPolicy")
+		Expect(unstructured.SetNestedSlice(js.Object, jobs, "spec", "replicatedJobs")).To(Succeed())
+		denied(alice.Create(ctx, js), rule)
+
+		// Fixed: Failed, or a podFailurePolicy (the API server then defaults
+		// Failed), and the bound itself.
+		Expect(alice.Create(ctx, job(1, 0))).To(Succeed())
+		withFailurePolicy := job(1, 0)
+		withFailurePolicy.Spec.PodReplacementPolicy = nil
+		withFailurePolicy.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+			Action:      batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
+		}}}
+		withFailurePolicy.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(300))
+		Expect(alice.Create(ctx, withFailurePolicy)).To(Succeed())
+		Expect(withFailurePolicy.Spec.PodReplacementPolicy).To(HaveValue(Equal(batchv1.Failed)), "as the API server stored it")
+	})
+
+	It("an update that lengthens a Deployment's grace period is refused, though it does not grow the workload", func() {
+		d := deployment("lingering", 1)
+		Expect(alice.Create(ctx, d)).To(Succeed())
+		Eventually(func() error {
+			get(d)
+			d.Spec.Template.Spec.TerminationGracePeriodSeconds = new(int64(24 * 3600))
+			return alice.Update(ctx, d)
+		}).Should(MatchError(ContainSubstring("[kueue_guard.pod_termination_bounded]")))
 	})
 })

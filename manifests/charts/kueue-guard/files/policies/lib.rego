@@ -19,8 +19,23 @@ default settings := {}
 
 settings := data.kueue_guard.config
 
-# gpu_resources are the extended resources counted as GPUs.
-gpu_resources := object.get(settings, "gpu_resources", ["nvidia.com/gpu"])
+# gpu_resources are the extended resources counted as GPUs: names, or prefixes
+# ending in "*" (nvidia.com/mig-* for every MIG profile).
+gpu_resources := object.get(settings, "gpu_resources", default_gpu_resources)
+
+default_gpu_resources := [
+	"nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu", "gpu.intel.com/*",
+	"habana.ai/gaudi", "aws.amazon.com/neuron", "google.com/tpu",
+]
+
+# is_gpu(r) is true for a resource gpu_resources names or a prefix of it covers.
+is_gpu(r) if r in gpu_resources
+
+is_gpu(r) if {
+	some p in gpu_resources
+	endswith(p, "*")
+	startswith(r, trim_suffix(p, "*"))
+}
 
 # creating is true for a new workload.
 creating if input.request.operation == "CREATE"
