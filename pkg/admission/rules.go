@@ -34,7 +34,9 @@ type Rule struct {
 	Doc string
 	// Enforcement is what a violation does unless configuration says otherwise.
 	Enforcement Enforcement
-	// Check is the name of the step (Step.Name) that enforces the rule.
+	// Check is the name of the step (Step.Name) that enforces the rule; empty
+	// for a rule only its CEL twin enforces (the webhook never sees what it
+	// judges).
 	Check string
 	// CEL is the rule's twin that the API server evaluates itself, where the
 	// webhook cannot see the objects (nil for most rules).
@@ -103,8 +105,8 @@ func validRule(r Rule) error {
 	switch {
 	case !ruleID.MatchString(r.ID):
 		return fmt.Errorf("rule id %q: want dotted snake_case, e.g. %s.my_rule", r.ID, RuleNamespace)
-	case r.Title == "" || r.Doc == "" || r.Check == "":
-		return fmt.Errorf("rule %s needs a title, a doc and a check", r.ID)
+	case r.Title == "" || r.Doc == "" || (r.Check == "" && r.CEL == nil):
+		return fmt.Errorf("rule %s needs a title, a doc and a check (a step, or a CEL twin)", r.ID)
 	case r.Enforcement != EnforcementDeny && r.Enforcement != EnforcementWarn && r.Enforcement != EnforcementDryRun:
 		return fmt.Errorf("rule %s: enforcement %q", r.ID, r.Enforcement)
 	}

@@ -20,8 +20,12 @@ var _ = Describe("the rule registry", func() {
 		p, err := guard.Build(config.Default(), "kueue-guard-system", policyStep{})
 		Expect(err).NotTo(HaveOccurred())
 		steps := p.StepNames()
-		Expect(guard.Rules()).To(HaveLen(21), "20 guard rules and the policy step's")
+		Expect(guard.Rules()).To(HaveLen(22), "20 guard rules, the policy step's and one the API server alone checks")
 		for _, r := range guard.Rules() {
+			if r.Check == "" {
+				Expect(r.CEL).NotTo(BeNil(), "%s: a rule without a step has a CEL twin", r.ID)
+				continue
+			}
 			Expect(steps).To(ContainElement(r.Check), r.ID)
 			Expect(r.ID).To(HavePrefix(guard.RuleNamespace+"."), "built-in ids are in the kueue_guard namespace")
 		}
@@ -34,6 +38,9 @@ var _ = Describe("the rule registry", func() {
 		Expect(func() {
 			guard.Register(guard.Rule{ID: "kueue_guard.no_doc", Title: "t", Check: "c", Enforcement: guard.EnforcementDeny})
 		}).To(Panic())
+		Expect(func() {
+			guard.Register(guard.Rule{ID: "kueue_guard.no_check", Title: "t", Doc: "d", Enforcement: guard.EnforcementDeny})
+		}).To(Panic(), "neither a step nor a CEL twin checks it")
 		Expect(func() {
 			guard.Register(guard.Rule{ID: guard.RuleUntrustedOwner, Title: "t", Doc: "d", Check: "c", Enforcement: guard.EnforcementDeny})
 		}).To(Panic(),

@@ -228,6 +228,8 @@ var _ = Describe("default values", func() {
 			"MutatingWebhookConfiguration/"+webhookconfig.MutatingName,
 			"ValidatingWebhookConfiguration/"+webhookconfig.ValidatingName,
 			"ValidatingAdmissionPolicy/kueue-guard-kueue-webhooks", "ValidatingAdmissionPolicyBinding/kueue-guard-kueue-webhooks",
+			"ValidatingAdmissionPolicy/kueue-guard-pod-deletion-grace",
+			"ValidatingAdmissionPolicyBinding/kueue-guard-pod-deletion-grace",
 			"Pod/kueue-guard-policy-test",
 			"ClusterRole/kueue-guard-audit", "ClusterRoleBinding/kueue-guard-audit",
 			"Role/kueue-guard-audit-lease", "RoleBinding/kueue-guard-audit-lease",

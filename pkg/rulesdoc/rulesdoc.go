@@ -45,9 +45,14 @@ func Markdown(root string) ([]byte, error) {
 	b.WriteString("installed by the chart as a ValidatingAdmissionPolicy, evaluated by the API server itself.\n\n")
 	b.WriteString("| id | title | default | checked by | what it guarantees |\n|---|---|---|---|---|\n")
 	for _, r := range admission.Rules() {
-		check := "`" + r.Check + "` step"
-		if r.CEL != nil {
-			check += "; CEL twin `" + r.CEL.Name + "`"
+		var check string
+		switch {
+		case r.Check == "":
+			check = "the API server only: CEL twin `" + r.CEL.Name + "`"
+		case r.CEL != nil:
+			check = "`" + r.Check + "` step; CEL twin `" + r.CEL.Name + "`"
+		default:
+			check = "`" + r.Check + "` step"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.ID, cell(r.Title), r.Enforcement, check, cell(r.Doc))
 	}

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -29,19 +30,13 @@ func kueueWebhookConfigurations(namespace string) []*unstructured.Unstructured {
 
 var _ = Describe("the chart's ValidatingAdmissionPolicy for Kueue's webhooks", Ordered, func() {
 	BeforeAll(func() {
-		c, err := testenv.LoadChart()
+		objs, err := testenv.ChartAdmissionPolicies(chartValues(), admission.RuleKueueWebhookSingleton)
 		Expect(err).NotTo(HaveOccurred())
-		objs, err := c.Render(chartValues())
-		Expect(err).NotTo(HaveOccurred())
-		n := 0
+		Expect(objs).To(HaveLen(2), "the chart renders the policy and its binding")
 		for _, o := range objs {
-			if o.GetKind() == "ValidatingAdmissionPolicy" || o.GetKind() == "ValidatingAdmissionPolicyBinding" {
-				Expect(k8sClient.Create(ctx, o)).To(Succeed())
-				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, o))).To(Succeed()) })
-				n++
-			}
+			Expect(k8sClient.Create(ctx, o)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, o))).To(Succeed()) })
 		}
-		Expect(n).To(Equal(2), "the chart renders the policy and its binding")
 	})
 
 	It("rejects Kueue's webhooks registered for a second install in another namespace", func() {

@@ -96,6 +96,14 @@ var _ = BeforeSuite(func() {
 	Expect(kq.Username).To(Equal(config.KueueServiceAccount(config.DefaultKueueNamespace)),
 		"Kueue acts under the identity kueue-guard trusts by default")
 
+	// The chart's CEL twin of the pod deletion rule, which the API server
+	// evaluates itself.
+	vaps, err := testenv.ChartAdmissionPolicies(nil, admission.RulePodDeletionGrace)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range vaps {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+	}
+
 	setUpQueues()
 	alice = impersonating(tenant)
 	if d, err := env.LogDir(); err == nil {

@@ -14,6 +14,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -162,4 +163,36 @@ func WebhookCalls(ctx context.Context, cfg *rest.Config) (map[string]float64, er
 		calls[name] += n
 	}
 	return calls, sc.Err()
+}
+
+// ChartAdmissionPolicies renders the chart with values and returns the
+// ValidatingAdmissionPolicy of one built-in rule's CEL twin (labelled with the
+// rule's id) and its binding, ready to create.
+func ChartAdmissionPolicies(values map[string]any, rule string) ([]*unstructured.Unstructured, error) {
+	c, err := LoadChart()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := c.Render(values)
+	if err != nil {
+		return nil, err
+	}
+	policies := map[string]bool{}
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == "ValidatingAdmissionPolicy" && u.GetLabels()["kueue-guard.io/rule"] == rule {
+			policies[u.GetName()] = true
+			out = append(out, u)
+		}
+	}
+	for _, u := range objs {
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "policyName")
+		if u.GetKind() == "ValidatingAdmissionPolicyBinding" && policies[name] {
+			out = append(out, u)
+		}
+	}
+	if len(policies) == 0 {
+		return nil, fmt.Errorf("the chart renders no admission policy for rule %s", rule)
+	}
+	return out, nil
 }
