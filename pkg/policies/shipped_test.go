@@ -32,6 +32,7 @@ const (
 	priorityClassAllowed = "kueue_guard.priority_class_allowed"
 	maxExecTime          = "kueue_guard.max_exec_time_required"
 	podTermination       = "kueue_guard.pod_termination_bounded"
+	draClaimsCounted     = "kueue_guard.dra_claims_counted"
 )
 
 // gpuJob is a Job in ml on LocalQueue lq: parallelism pods of gpus GPUs each, with
@@ -77,7 +78,7 @@ var _ = Describe("The shipped policies", func() {
 	var engine *policies.Engine
 	BeforeEach(func() { engine = loadedEngine(shippedDir) })
 
-	It("are the seven documented policies with their enforcement", func() {
+	It("are the eight documented policies with their enforcement", func() {
 		got := map[string]admission.Enforcement{}
 		for _, p := range engine.Policies() {
 			got[p.ID] = p.Enforcement
@@ -88,7 +89,7 @@ var _ = Describe("The shipped policies", func() {
 			allowedQueues: admission.EnforcementDeny, fitsClusterQueue: admission.EnforcementDeny,
 			maxExecTime: admission.EnforcementWarn, maxGPUs: admission.EnforcementDeny,
 			priorityClassAllowed: admission.EnforcementDeny, requireRequests: admission.EnforcementDeny,
-			podTermination: admission.EnforcementDeny,
+			podTermination: admission.EnforcementDeny, draClaimsCounted: admission.EnforcementDeny,
 		}))
 	})
 

@@ -68,6 +68,19 @@ var _ = Describe("capacity asked for another way", func() {
 		denied(err, "kueue_guard.priority_class_allowed")
 	})
 
+	It("a ResourceClaim by name is refused: Kueue charges only claim templates; a template is admitted", func() {
+		byName := job(1, 0)
+		byName.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: new("eight-gpus")}}
+		err := alice.Create(ctx, byName)
+		denied(err, "kueue_guard.dra_claims_counted")
+		Expect(err.Error()).To(ContainSubstring("use resourceClaimTemplateName"))
+
+		fromTemplate := job(1, 0)
+		fromTemplate.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus",
+			ResourceClaimTemplateName: new("eight-gpus")}}
+		Expect(alice.Create(ctx, fromTemplate)).To(Succeed())
+	})
+
 	It("a MIG slice is a GPU to the cap: 5 MIG instances are refused under a cap of 4", func() {
 		mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
 		over := job(1, 0)
