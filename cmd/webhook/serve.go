@@ -18,16 +18,16 @@ import (
 )
 
 type serveFlags struct {
-	configFile, kubeconfig, certDir, host, namespace string
-	metricsAddr, probeAddr, pprofAddr, tlsMinVersion string
-	port, maxInFlight, policyConcurrency             int
-	shutdownTimeout, shutdownDelay, policyTimeout    time.Duration
-	zap                                              zap.Options
-	manageCerts, metricsSecure                       bool
-	metricsCertDir                                   string
-	clientCAFile                                     string
-	certSecret, webhookService                       string
-	mutatingName, validatingName                     string
+	configFile, kubeconfig, certDir, host, namespace     string
+	metricsAddr, probeAddr, pprofAddr, tlsMinVersion     string
+	port, maxInFlight, maxInFlightMiB, policyConcurrency int
+	shutdownTimeout, shutdownDelay, policyTimeout        time.Duration
+	zap                                                  zap.Options
+	manageCerts, metricsSecure                           bool
+	metricsCertDir                                       string
+	clientCAFile                                         string
+	certSecret, webhookService                           string
+	mutatingName, validatingName                         string
 }
 
 func newServeCommand() *cobra.Command { return newServeCommandWith(&serveFlags{}) }
@@ -59,6 +59,12 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 		"max-in-flight",
 		256,
 		"Admission requests served at once, over all webhook paths; beyond it they are answered 429 with Retry-After, which the API server retries (0: no bound)",
+	)
+	fl.IntVar(
+		&f.maxInFlightMiB,
+		"max-in-flight-mib",
+		8,
+		"MiB of request bodies served at once, over all webhook paths; beyond it requests are answered 429 with Retry-After, as past --max-in-flight (0: no bound). One request of any allowed size is always served",
 	)
 	fl.DurationVar(
 		&f.policyTimeout,
@@ -138,6 +144,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		HealthProbeBindAddress:      f.probeAddr,
 		PprofBindAddress:            f.pprofAddr,
 		MaxInFlight:                 f.maxInFlight,
+		MaxInFlightBytes:            int64(f.maxInFlightMiB) << 20,
 		PolicyTimeout:               f.policyTimeout,
 		PolicyConcurrency:           f.policyConcurrency,
 		ShutdownTimeout:             f.shutdownTimeout,

@@ -379,6 +379,7 @@ var _ = Describe("default values", func() {
 			"--tls-min-version=1.3",
 			"--namespace=$(POD_NAMESPACE)",
 			"--max-in-flight=256",
+			"--max-in-flight-mib=8",
 			"--policy-timeout=2s",
 			"--policy-concurrency=0",
 			"--shutdown-delay=5s",

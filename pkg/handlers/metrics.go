@@ -37,7 +37,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"webhook", "rule", "enforcement"}),
 		Throttled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "kueue_guard_admission_throttled_total",
-			Help: "Admission requests answered 429 Too Many Requests at the in-flight limit (--max-in-flight); the API server retries them.",
+			Help: "Admission requests answered 429 Too Many Requests at the in-flight limits (--max-in-flight, --max-in-flight-mib); the API server retries them.",
 		}),
 	}
 	var err error

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
@@ -43,27 +44,62 @@ func Serve(h admission.Handler, logger logr.Logger) http.Handler {
 	return &reviewServer{handler: h, logger: logger}
 }
 
-// InFlight bounds the requests a server works on at once, over all its paths:
-// beyond it a request is answered 429 Too Many Requests with a Retry-After
-// before its body is read, which the API server's webhook client retries, so
-// that a burst queues in the API server instead of piling up decoded objects
-// here. A nil *InFlight does not bound.
+// InFlight bounds the requests a server works on at once, over all its paths,
+// by count and by the bytes of their bodies: beyond either a request is
+// answered 429 Too Many Requests with a Retry-After before its body is read,
+// which the API server's webhook client retries, so that a burst queues in
+// the API server instead of piling up decoded objects here. The count alone
+// let a tenant's burst of a few dozen large objects take hundreds of MiB; what
+// decoding and judging a request costs grows with its body. A nil *InFlight
+// does not bound.
 type InFlight struct {
 	slots     chan struct{}
+	bytes     *semaphore.Weighted
+	maxBytes  int64
 	throttled prometheus.Counter
 }
 
-// NewInFlight bounds to max requests; max ≤ 0 does not bound. m, when not
-// nil, counts the refused requests.
-func NewInFlight(max int, m *Metrics) *InFlight {
-	if max <= 0 {
+// NewInFlight bounds to max requests and maxBytes of request bodies; a bound
+// ≤ 0 is not applied. m, when not nil, counts the refused requests.
+func NewInFlight(max int, maxBytes int64, m *Metrics) *InFlight {
+	if max <= 0 && maxBytes <= 0 {
 		return nil
 	}
-	l := &InFlight{slots: make(chan struct{}, max)}
+	l := &InFlight{}
+	if max > 0 {
+		l.slots = make(chan struct{}, max)
+	}
+	if maxBytes > 0 {
+		l.bytes, l.maxBytes = semaphore.NewWeighted(maxBytes), maxBytes
+	}
 	if m != nil {
 		l.throttled = m.Throttled
 	}
 	return l
+}
+
+// SmallRequestBytes is the largest body the byte budget does not count: the
+// count bound alone keeps what small requests hold small (256 × 64 KiB), and a
+// burst of large objects from one namespace must not keep every other
+// namespace's ordinary requests waiting for bytes.
+const SmallRequestBytes = 64 << 10
+
+// weight is what a request counts against the byte budget: 0 for a small body,
+// else its declared length, or the most a body may be when it declares none;
+// never more than the whole budget, so that one request of any allowed size
+// can be served.
+func (l *InFlight) weight(r *http.Request) int64 {
+	if l.bytes == nil {
+		return 0
+	}
+	n := r.ContentLength
+	if n >= 0 && n <= SmallRequestBytes {
+		return 0
+	}
+	if n < 0 || n > MaxRequestBytes {
+		n = MaxRequestBytes
+	}
+	return min(n, l.maxBytes)
 }
 
 // retryAfter is what a refused request is told to wait.
@@ -75,19 +111,33 @@ func (l *InFlight) Limit(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			if l.throttled != nil {
-				l.throttled.Inc()
+		if l.slots != nil {
+			select {
+			case l.slots <- struct{}{}:
+			default:
+				l.refuse(w, "kueue-guard is at its in-flight limit; retry")
+				return
 			}
-			w.Header().Set("Retry-After", retryAfter)
-			http.Error(w, "kueue-guard is at its in-flight limit; retry", http.StatusTooManyRequests)
-			return
+			defer func() { <-l.slots }()
 		}
-		defer func() { <-l.slots }()
+		if n := l.weight(r); n > 0 {
+			if !l.bytes.TryAcquire(n) {
+				l.refuse(w, "kueue-guard is at its in-flight byte limit; retry")
+				return
+			}
+			defer l.bytes.Release(n)
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers 429 with a Retry-After, counted.
+func (l *InFlight) refuse(w http.ResponseWriter, msg string) {
+	if l.throttled != nil {
+		l.throttled.Inc()
+	}
+	w.Header().Set("Retry-After", retryAfter)
+	http.Error(w, msg, http.StatusTooManyRequests)
 }
 
 type reviewServer struct {

@@ -123,7 +123,7 @@ var _ = Describe("serving AdmissionReviews", func() {
 			<-release
 			w.WriteHeader(http.StatusOK)
 		})
-		h := handlers.NewInFlight(2, nil).Limit(blocking)
+		h := handlers.NewInFlight(2, 0, nil).Limit(blocking)
 		done := make(chan int, 2)
 		for range 2 {
 			go func() {
@@ -144,6 +144,52 @@ var _ = Describe("serving AdmissionReviews", func() {
 		rec = httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("{}")))
 		Expect(rec.Code).To(Equal(http.StatusOK))
-		Expect(handlers.NewInFlight(0, nil)).To(BeNil(), "0 does not bound")
+		Expect(handlers.NewInFlight(0, 0, nil)).To(BeNil(), "0 does not bound")
+	})
+
+	It("answers 429 beyond the byte budget of the large bodies in flight, and always serves a small one or one of any allowed size alone", func() {
+		release := make(chan struct{})
+		entered := make(chan struct{}, 4)
+		blocking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			entered <- struct{}{}
+			<-release
+			w.WriteHeader(http.StatusOK)
+		})
+		const kib = 1 << 10
+		h := handlers.NewInFlight(0, 1000*kib, nil).Limit(blocking)
+		body := func(n int) *http.Request {
+			return httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", n)))
+		}
+		done := make(chan int, 4)
+		serve := func(r *http.Request) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			done <- rec.Code
+		}
+		go serve(body(600 * kib))
+		Eventually(entered).Should(Receive())
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, body(500*kib))
+		Expect(rec.Code).To(Equal(http.StatusTooManyRequests), "600 + 500 KiB are over the budget of 1000")
+		Expect(rec.Header().Get("Retry-After")).To(Equal("1"))
+		go serve(body(400 * kib))
+		Eventually(entered).Should(Receive(), "600 + 400 KiB fit")
+		go serve(body(handlers.SmallRequestBytes))
+		Eventually(entered).Should(Receive(), "a small body is not counted against the bytes")
+		close(release)
+		for range 3 {
+			Eventually(done).Should(Receive(Equal(http.StatusOK)))
+		}
+
+		// A body larger than the whole budget counts as the whole budget: it is
+		// served alone, never refused forever.
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, body(5000*kib))
+		Expect(rec.Code).To(Equal(http.StatusOK))
+		unknown := body(10)
+		unknown.ContentLength = -1
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, unknown)
+		Expect(rec.Code).To(Equal(http.StatusOK), "a body of unknown length counts as the most a body may be")
 	})
 })

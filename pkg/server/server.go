@@ -64,9 +64,11 @@ type Options struct {
 	// MetricsCertDir (CertDir when empty), reloaded when it changes.
 	MetricsSecure  bool
 	MetricsCertDir string
-	// MaxInFlight bounds the admission requests served at once; beyond it they
-	// are answered 429, which the API server retries. 0 does not bound.
-	MaxInFlight int
+	// MaxInFlight bounds the admission requests served at once, and
+	// MaxInFlightBytes the bytes of their bodies; beyond either they are
+	// answered 429, which the API server retries. 0 does not bound.
+	MaxInFlight      int
+	MaxInFlightBytes int64
 	// PolicyTimeout bounds one request's policy evaluation, waiting for a slot
 	// included (policies.DefaultTimeout when zero); PolicyConcurrency bounds
 	// the evaluations running at once (twice GOMAXPROCS when zero).
@@ -270,7 +272,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	hooks := mgr.GetWebhookServer()
-	limit := handlers.NewInFlight(o.MaxInFlight, metrics)
+	limit := handlers.NewInFlight(o.MaxInFlight, o.MaxInFlightBytes, metrics)
 	for path, h := range map[string]*handlers.Handler{
 		webhookconfig.MutateWorkloadsPath:          handlers.NewMutatingWorkloads(pipeline, view, metrics),
 		webhookconfig.ValidateWorkloadsPath:        handlers.NewValidatingWorkloads(pipeline, view, metrics),
