@@ -90,9 +90,7 @@ func asChartServiceAccount() *rest.Config {
 // applyChartRBAC creates the chart's RBAC objects with its default values.
 func applyChartRBAC() {
 	GinkgoHelper()
-	c, err := testenv.LoadChart()
-	Expect(err).NotTo(HaveOccurred())
-	objs, err := c.Render(nil)
+	objs, err := testenv.RenderChart(nil)
 	Expect(err).NotTo(HaveOccurred())
 	n := 0
 	for _, o := range objs {

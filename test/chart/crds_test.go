@@ -30,9 +30,7 @@ var _ = Describe("the chart's OpenReports CRDs (audit.reports.installCRDs)", Ord
 		var err error
 		c, err = client.New(env.Config, client.Options{Scheme: s})
 		Expect(err).NotTo(HaveOccurred())
-		ch, err := testenv.LoadChart()
-		Expect(err).NotTo(HaveOccurred())
-		objs, err := ch.Render(map[string]any{"audit": map[string]any{"reports": map[string]any{"installCRDs": true}}})
+		objs, err := testenv.RenderChart(map[string]any{"audit": map[string]any{"reports": map[string]any{"installCRDs": true}}})
 		Expect(err).NotTo(HaveOccurred())
 		var names []string
 		for _, o := range objs {

@@ -38,6 +38,15 @@ func LoadChart() (*chart.Chart, error) {
 	return c, nil
 }
 
+// RenderChart renders the repository's chart, as LoadChart loads it, with values.
+func RenderChart(values map[string]any) ([]*unstructured.Unstructured, error) {
+	c, err := LoadChart()
+	if err != nil {
+		return nil, err
+	}
+	return c.Render(values)
+}
+
 // ChartWebhooks renders the chart's two webhook configurations with values, in
 // the form Start takes: envtest rewrites their Service references into URLs of
 // the local serving port and sets the caBundle, and keeps everything else
@@ -62,11 +71,7 @@ func ChartWebhooks(values map[string]any) ([]*admissionregistrationv1.MutatingWe
 // project it (keys to paths through the volume's items), and the configuration
 // points there instead of the in-cluster mount.
 func ChartConfiguration(values map[string]any, policyDir string) (*config.Configuration, error) {
-	c, err := LoadChart()
-	if err != nil {
-		return nil, err
-	}
-	objs, err := c.Render(values)
+	objs, err := RenderChart(values)
 	if err != nil {
 		return nil, err
 	}
@@ -169,11 +174,7 @@ func WebhookCalls(ctx context.Context, cfg *rest.Config) (map[string]float64, er
 // ValidatingAdmissionPolicy of one built-in rule's CEL twin (labelled with the
 // rule's id) and its binding, ready to create.
 func ChartAdmissionPolicies(values map[string]any, rule string) ([]*unstructured.Unstructured, error) {
-	c, err := LoadChart()
-	if err != nil {
-		return nil, err
-	}
-	objs, err := c.Render(values)
+	objs, err := RenderChart(values)
 	if err != nil {
 		return nil, err
 	}
