@@ -27,21 +27,17 @@ named(obj, wl) := {[path, i, claim.resourceClaimName] |
 	is_string(claim.resourceClaimName)
 }
 
-# Claims the old object already named stay out of updates that do not grow it.
+# The old object's named claims (lib.introduced).
 old_named := named(input.oldObject, input.oldWorkload) if is_object(input.oldWorkload)
 
 else := set()
 
 deny contains {"msg": msg, "field": field} if {
 	some [path, i, claim] in named(input.object, input.workload)
-	new_claim([path, i, claim])
+	lib.introduced([path, i, claim], old_named)
 	field := sprintf("%s.resourceClaims[%d].resourceClaimName", [lib.field_path(path), i])
 	msg := sprintf(
 		"the pods use ResourceClaim %q by name: Kueue charges DRA devices only from ResourceClaimTemplates, so these would be charged to no queue; use resourceClaimTemplateName",
 		[claim],
 	)
 }
-
-new_claim(_) if lib.judged
-
-new_claim(c) if not c in old_named

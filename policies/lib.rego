@@ -51,6 +51,14 @@ judged if creating
 
 judged if input.workload.grows
 
+# introduced(p, old) is true for a problem p a policy reports: on a request it
+# judges, or on any update whose old object did not have it (old is the set of
+# the old object's problems). A problem the old object already had stays out
+# of the updates that run an admitted workload.
+introduced(_, _) if judged
+
+introduced(p, old) if not p in old
+
 # owned is true for an object a trusted controller created on behalf of a
 # controller owner (the CronJob controller creating a CronJob's Job): the owner
 # was judged when it was created, and the request's user is the controller.

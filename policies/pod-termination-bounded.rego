@@ -53,9 +53,7 @@ lingering(obj, wl) := {[path, secs] |
 	secs > max_grace
 }
 
-# Problems the old object already had stay out of updates that do not grow it: a
-# policy installed after a workload was admitted must not block the updates that
-# run it.
+# The old object's problems (lib.introduced).
 old_replacing := replacing(input.oldObject, input.oldWorkload) if is_object(input.oldWorkload)
 
 else := set()
@@ -64,13 +62,9 @@ old_lingering := lingering(input.oldObject, input.oldWorkload) if is_object(inpu
 
 else := set()
 
-new_problem(p, _) if lib.judged
-
-new_problem(p, old) if not p in old
-
 deny contains {"msg": msg, "field": field} if {
 	some path in replacing(input.object, input.workload)
-	new_problem(path, old_replacing)
+	lib.introduced(path, old_replacing)
 	field := sprintf("%s.podReplacementPolicy", [lib.field_path(path)])
 	policy := object.get(input.object, array.concat(path, ["podReplacementPolicy"]), "TerminatingOrFailed")
 	msg := sprintf(
@@ -81,7 +75,7 @@ deny contains {"msg": msg, "field": field} if {
 
 deny contains {"msg": msg, "field": field} if {
 	some [path, secs] in lingering(input.object, input.workload)
-	new_problem([path, secs], old_lingering)
+	lib.introduced([path, secs], old_lingering)
 	field := sprintf("%s.terminationGracePeriodSeconds", [lib.field_path(path)])
 	msg := sprintf(
 		"terminationGracePeriodSeconds is %v: a pod Kueue stops would keep its resources that long after Kueue gives its quota to another workload; set it to %v or less",
