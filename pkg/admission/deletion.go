@@ -11,8 +11,10 @@ const podDeletionGraceID = RuleNamespace + ".pod_deletion_grace_bounded"
 // RulePodDeletionGrace bounds the grace period a pod's DELETE or eviction asks
 // for. The shipped pod-termination-bounded policy bounds the one a pod template
 // asks for, but a DELETE's gracePeriodSeconds overrides it and Kubernetes does
-// not cap it, while Kueue 0.19 frees a Job's quota once no pod is active,
-// terminating ones aside. Only the API server sees a DELETE's options before it
+// not cap it, while Kueue 0.19 frees an evicted Job's quota once no pod is
+// active, terminating ones aside (jobframework's reconciler clears the quota
+// reservation when !job.IsActive(), and a Job is active while status.active
+// is not 0). Only the API server sees a DELETE's options before it
 // acts on them, and a policy it evaluates itself costs no webhook call on the
 // deletions that name no grace period (nearly all), so the rule is a CEL twin
 // alone.

@@ -53,10 +53,9 @@ func Serve(h admission.Handler, logger logr.Logger) http.Handler {
 // decoding and judging a request costs grows with its body. A nil *InFlight
 // does not bound.
 type InFlight struct {
-	slots     chan struct{}
-	bytes     *semaphore.Weighted
-	maxBytes  int64
-	throttled prometheus.Counter
+	count, bytes *semaphore.Weighted
+	maxBytes     int64
+	throttled    prometheus.Counter
 }
 
 // NewInFlight bounds to max requests and maxBytes of request bodies; a bound
@@ -67,7 +66,7 @@ func NewInFlight(max int, maxBytes int64, m *Metrics) *InFlight {
 	}
 	l := &InFlight{}
 	if max > 0 {
-		l.slots = make(chan struct{}, max)
+		l.count = semaphore.NewWeighted(int64(max))
 	}
 	if maxBytes > 0 {
 		l.bytes, l.maxBytes = semaphore.NewWeighted(maxBytes), maxBytes
@@ -111,14 +110,12 @@ func (l *InFlight) Limit(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.slots != nil {
-			select {
-			case l.slots <- struct{}{}:
-			default:
+		if l.count != nil {
+			if !l.count.TryAcquire(1) {
 				l.refuse(w, "kueue-guard is at its in-flight limit; retry")
 				return
 			}
-			defer func() { <-l.slots }()
+			defer l.count.Release(1)
 		}
 		if n := l.weight(r); n > 0 {
 			if !l.bytes.TryAcquire(n) {

@@ -116,13 +116,7 @@ var _ = Describe("serving AdmissionReviews", func() {
 	})
 
 	It("answers 429 with a Retry-After beyond the in-flight limit, before reading the body, and serves again once a slot frees", func() {
-		release := make(chan struct{})
-		entered := make(chan struct{}, 2)
-		blocking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			entered <- struct{}{}
-			<-release
-			w.WriteHeader(http.StatusOK)
-		})
+		blocking, entered, release := blockingHandler()
 		h := handlers.NewInFlight(2, 0, nil).Limit(blocking)
 		done := make(chan int, 2)
 		for range 2 {
@@ -148,13 +142,7 @@ var _ = Describe("serving AdmissionReviews", func() {
 	})
 
 	It("answers 429 beyond the byte budget of the large bodies in flight, and always serves a small one or one of any allowed size alone", func() {
-		release := make(chan struct{})
-		entered := make(chan struct{}, 4)
-		blocking := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			entered <- struct{}{}
-			<-release
-			w.WriteHeader(http.StatusOK)
-		})
+		blocking, entered, release := blockingHandler()
 		const kib = 1 << 10
 		h := handlers.NewInFlight(0, 1000*kib, nil).Limit(blocking)
 		body := func(n int) *http.Request {
@@ -193,3 +181,14 @@ var _ = Describe("serving AdmissionReviews", func() {
 		Expect(rec.Code).To(Equal(http.StatusOK), "a body of unknown length counts as the most a body may be")
 	})
 })
+
+// blockingHandler answers 200 once release is closed, telling entered of each
+// request it holds.
+func blockingHandler() (http.Handler, chan struct{}, chan struct{}) {
+	release, entered := make(chan struct{}), make(chan struct{}, 8)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}), entered, release
+}
