@@ -244,7 +244,10 @@ func stripDeployment(obj any) (any, error) {
 
 // InformerView is the server's View, read from an informer cache.
 type InformerView struct {
-	cache          cache.Cache
+	cache cache.Cache
+	// live reads the API server directly, for the few decisions a lagging
+	// cache must not make (crdLeaving).
+	live           client.Reader
 	kueueNamespace string
 	// ownMutating names kueue-guard's mutating webhook configuration, to
 	// tell which of Kueue's run before it (KueueWebhooksFirst).
@@ -291,10 +294,10 @@ var _ View = (*InformerView)(nil)
 // runtimes), is not an error: the view watches the cluster's CRDs and starts
 // the kind's informer when its CRD serves it, and removes it when it goes.
 // Until then its objects are unknown (see QueuesKnown). Start the view with
-// the cache (it is a manager Runnable).
-func NewInformerView(ctx context.Context, c cache.Cache, kueueNamespace string) (*InformerView, error) {
+// the cache (it is a manager Runnable). live reads the API server directly.
+func NewInformerView(ctx context.Context, c cache.Cache, live client.Reader, kueueNamespace string) (*InformerView, error) {
 	run, stop := context.WithCancel(context.Background())
-	v := &InformerView{cache: c, kueueNamespace: kueueNamespace, stop: stop}
+	v := &InformerView{cache: c, live: live, kueueNamespace: kueueNamespace, stop: stop}
 	v.optional = &optionalKinds{cache: c, logger: log.FromContext(ctx).WithName("crds"),
 		byGVK: map[schema.GroupVersionKind]*optionalKind{}, changed: func() { v.generation.Add(1) }}
 	bump := toolscache.ResourceEventHandlerFuncs{

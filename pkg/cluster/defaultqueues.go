@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"sync"
+	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,10 +82,25 @@ func (d *defaultQueues) handler(crdLeaving func() bool) toolscache.ResourceEvent
 }
 
 // crdLeaving reports whether the LocalQueue CRD is gone, not serving, or
-// being deleted, as the cache last saw it.
-func (v *InformerView) crdLeaving() bool {
+// being deleted. The CRD's informer may not have seen its deletion yet when
+// the LocalQueues it takes along are deleted (two watches, no order between
+// them), so a cache that says "staying" is confirmed by a read from the API
+// server; a read that fails counts as leaving, which only keeps a memory that
+// matters while Kueue's API is away.
+func (v *InformerView) crdLeaving() bool { return crdLeaving(v.cache, v.live) }
+
+func crdLeaving(cached, live client.Reader) bool {
+	if leaving(context.Background(), cached) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return leaving(ctx, live)
+}
+
+func leaving(ctx context.Context, r client.Reader) bool {
 	crd := newUnstructured(crdGVK)
-	if err := v.cache.Get(context.Background(), client.ObjectKey{Name: localQueueCRD}, crd); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Name: localQueueCRD}, crd); err != nil {
 		return true
 	}
 	return crd.GetDeletionTimestamp() != nil || !crdServes(crd, kueue.SchemeGroupVersion.WithKind("LocalQueue"))

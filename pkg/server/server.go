@@ -183,7 +183,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	view, err := cluster.NewInformerView(ctx, mgr.GetCache(), o.Config.KueueNamespace)
+	view, err := cluster.NewInformerView(ctx, mgr.GetCache(), mgr.GetAPIReader(), o.Config.KueueNamespace)
 	if err != nil {
 		return nil, err
 	}
