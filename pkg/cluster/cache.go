@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,7 +43,7 @@ func CachedTypes() []client.Object {
 	for _, t := range optionalTypes() {
 		objs = append(objs, t.obj)
 	}
-	return append(objs, newUnstructured(crdGVK))
+	return append(objs, newUnstructured(crdGVK), &resourcev1.ResourceClaimTemplate{})
 }
 
 // requiredTypes are served by every API server: the server does not start
@@ -140,6 +141,11 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 	byObject[newUnstructured(crdGVK)] = cache.ByObject{Transform: stripCRD}
 	return cache.Options{Scheme: scheme, ReaderFailOnMissingInformer: true, ByObject: byObject,
 		DefaultTransform: func(obj any) (any, error) {
+			// Not a ByObject entry: that would need resource.k8s.io served.
+			if t, ok := obj.(*resourcev1.ResourceClaimTemplate); ok {
+				t.ManagedFields = nil
+				return t, nil
+			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				if t, ok := scaled[u.GroupVersionKind()]; ok {
 					return t(obj)
@@ -313,6 +319,9 @@ func NewInformerView(ctx context.Context, c cache.Cache, live client.Reader, kue
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			return nil, fmt.Errorf("registering informer for %T: %w", obj, err)
 		}
+	}
+	if err := watchClaimTemplates(ctx, c); err != nil {
+		return nil, err
 	}
 	for _, t := range optionalTypes() {
 		gvk := t.gvk

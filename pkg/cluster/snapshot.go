@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +42,7 @@ type Snapshot struct {
 	flavors        map[string]*kueue.ResourceFlavor
 	cohorts        map[string]*kueue.Cohort
 	runtimes       map[runtimeKey]*unstructured.Unstructured
+	claimTemplates map[types.NamespacedName]*resourcev1.ResourceClaimTemplate
 	// caps memoises Capacities until the next Add.
 	capsMu sync.Mutex
 	caps   map[string][]Capacity
@@ -77,6 +79,7 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		flavors:        map[string]*kueue.ResourceFlavor{},
 		cohorts:        map[string]*kueue.Cohort{},
 		runtimes:       map[runtimeKey]*unstructured.Unstructured{},
+		claimTemplates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -112,6 +115,8 @@ func (s *Snapshot) Add(obj client.Object) error {
 		s.limitRanges[key] = o
 	case *nodev1.RuntimeClass:
 		s.runtimeClasses[o.Name] = o
+	case *resourcev1.ResourceClaimTemplate:
+		s.claimTemplates[key] = o
 	case *unstructured.Unstructured:
 		return s.addUnstructured(key, o)
 	case *appsv1.Deployment:

@@ -8,6 +8,7 @@ package cluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -81,6 +82,9 @@ type View interface {
 	// TrainingRuntime a TrainJob names: Kueue builds the TrainJob's pod sets
 	// from it (workload.TrainingRuntimes).
 	TrainingRuntime(kind, namespace, name string) (*unstructured.Unstructured, bool)
+	// ResourceClaimTemplate returns a ResourceClaimTemplate a pod names: Kueue
+	// charges the devices it claims (workload.ClaimTemplates).
+	ResourceClaimTemplate(namespace, name string) (*resourcev1.ResourceClaimTemplate, bool)
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level
@@ -100,7 +104,7 @@ func (r ControllerRef) String() string { return r.Kind + " " + r.Namespace + "/"
 // LimitRanges and RuntimeClasses, the training runtimes TrainJobs name, and
 // Kueue's resources configuration.
 func SummaryOptions(view View) workload.Options {
-	o := workload.Options{Resources: view, Runtimes: view}
+	o := workload.Options{Resources: view, Runtimes: view, Claims: view}
 	if cfg, ok := view.KueueConfig(); ok {
 		o.Kueue = cfg.Resources
 	}

@@ -38,6 +38,7 @@ import (
 //	                   grows (an UPDATE that asks Kueue for more, see workload.Grows),
 //	                   podSpecPaths (where input.object keeps its pod specs)
 //	                   jobSpecPaths (where it keeps the Job specs it writes)
+//	                   claimsUncounted (why Kueue would not count its DRA claims)
 //	input.oldWorkload  the old object's summary on UPDATE (same shape), else null
 //	input.namespace    name, labels, annotations (empty when the namespace is unknown)
 //	input.localQueue   name, clusterQueue, stopPolicy, status{active,
@@ -276,6 +277,7 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("grows", boolTerm(grows)),
 		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
 		item("jobSpecPaths", pathsTerm(s.JobSpecPaths)),
+		item("claimsUncounted", str(s.ClaimsUncounted)),
 	)
 }
 

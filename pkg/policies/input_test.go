@@ -110,6 +110,7 @@ var _ = Describe("BuildInput", func() {
 			"grows":           false,
 			"podSpecPaths":    []any{[]any{"spec", "template", "spec"}},
 			"jobSpecPaths":    []any{[]any{"spec"}},
+			"claimsUncounted": "",
 		}))
 		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))
 	})

@@ -72,6 +72,10 @@ type Summary struct {
 	PodSpecPaths [][]any
 	// JobSpecPaths are where it keeps the Job specs it writes (see JobSpecPaths).
 	JobSpecPaths [][]any
+	// ClaimsUncounted says why Kueue would not count the devices the pods'
+	// ResourceClaimTemplates claim (they are then in no request here), or is
+	// "" when it counts them all, or there are none.
+	ClaimsUncounted string
 }
 
 // AdmissionUnit is what Kueue admits as one Workload.
@@ -135,6 +139,9 @@ type Options struct {
 	// Runtimes, when set, finds the runtime a TrainJob names, whose JobSet
 	// template Kueue builds the TrainJob's pod sets from.
 	Runtimes TrainingRuntimes
+	// Claims, when set, finds the ResourceClaimTemplates the pods name, whose
+	// devices Kueue charges (Kueue.DeviceClassMappings names them).
+	Claims ClaimTemplates
 }
 
 // SummarizeWith is Summarize with Kueue's request adjustment and resource
@@ -175,7 +182,8 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if o.Resources != nil {
 		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, o.Resources)
 	}
-	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue)
+	claimed, uncounted := claimRequests(ctx, obj.GetNamespace(), kueuePodSets, o)
+	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue, claimed)
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
@@ -184,15 +192,16 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		return nil, fmt.Errorf("reading the priority class of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
 	s := &Summary{
-		Kind:          gvk,
-		Framework:     in.EffectiveFramework(),
-		QueueName:     QueueName(obj, in),
-		PriorityClass: PriorityClass(obj, in),
-		Priority:      priority,
-		PodSets:       podSets,
-		TotalRequests: total,
-		PodSpecPaths:  PodSpecPaths(obj),
-		JobSpecPaths:  JobSpecPaths(obj),
+		Kind:            gvk,
+		Framework:       in.EffectiveFramework(),
+		QueueName:       QueueName(obj, in),
+		PriorityClass:   PriorityClass(obj, in),
+		Priority:        priority,
+		PodSets:         podSets,
+		TotalRequests:   total,
+		PodSpecPaths:    PodSpecPaths(obj),
+		JobSpecPaths:    JobSpecPaths(obj),
+		ClaimsUncounted: uncounted,
 	}
 	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil
@@ -211,9 +220,11 @@ func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build p
 }
 
 // summarizePodSets turns Kueue pod sets into per-pod and total requests the way
-// Kueue's workload.Info does. The templates belong to the adapters' copies of a
-// privately decoded object, so they are modified in place.
-func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources) ([]PodSet, corev1.ResourceList, error) {
+// Kueue's workload.Info does, claimed (per pod, by pod set) the devices of
+// their ResourceClaimTemplates. The templates belong to the adapters' copies
+// of a privately decoded object, so they are modified in place.
+func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources, claimed map[kueue.PodSetReference]corev1.ResourceList) (
+	[]PodSet, corev1.ResourceList, error) {
 	// One pod of each set, through Kueue's own workload.Info arithmetic (init
 	// containers by their maximum, sidecars and overhead added, excluded
 	// resources dropped, transformations applied), then scaled here with
@@ -229,7 +240,7 @@ func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources) ([]PodSet, cor
 		kueueworkload.UseLimitsAsMissingRequestsInPod(&one.Spec.PodSets[i].Template.Spec)
 	}
 	info := kueueworkload.NewInfo(one, kueueworkload.WithExcludedResourcePrefixes(cfg.ExcludeResourcePrefixes),
-		kueueworkload.WithResourceTransformations(cfg.Transformations))
+		kueueworkload.WithResourceTransformations(cfg.Transformations), kueueworkload.WithPreprocessedDRAResources(claimed, nil))
 	out := make([]PodSet, 0, len(in))
 	total := resources.MapRequests{}
 	for i := range in {
