@@ -1,13 +1,18 @@
 package tenant
 
 import (
+	"time"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
@@ -68,17 +73,41 @@ var _ = Describe("capacity asked for another way", func() {
 		denied(err, "kueue_guard.priority_class_allowed")
 	})
 
-	It("a ResourceClaim by name is refused: Kueue charges only claim templates; a template is admitted", func() {
+	It("GPUs claimed through DRA count: 8 are refused under a cap of 4, 3 admitted with Kueue charging 3; "+
+		"an unmapped device class and a claim by name are refused", func() {
 		byName := job(1, 0)
 		byName.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: new("eight-gpus")}}
 		err := alice.Create(ctx, byName)
 		denied(err, "kueue_guard.dra_claims_counted")
 		Expect(err.Error()).To(ContainSubstring("use resourceClaimTemplateName"))
 
-		fromTemplate := job(1, 0)
-		fromTemplate.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus",
-			ResourceClaimTemplateName: new("eight-gpus")}}
-		Expect(alice.Create(ctx, fromTemplate)).To(Succeed())
+		// The edit role may create claim templates; kueue-guard's cache sees
+		// one a moment after, and until then refuses what it cannot count.
+		eight, four, two := claimTemplate(gpuClass, 8), claimTemplate(gpuClass, 4), claimTemplate(gpuClass, 2)
+		fpga := claimTemplate("fpga.example.com", 1)
+		for _, t := range []*resourcev1.ResourceClaimTemplate{eight, four, two, fpga} {
+			Expect(alice.Create(ctx, t)).To(Succeed())
+		}
+		Eventually(func() error {
+			return alice.Create(ctx, claiming(job(1, 0), eight.Name), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("requests 8 GPUs (nvidia.com/gpu)")))
+		denied(alice.Create(ctx, claiming(job(1, 0), eight.Name)), "kueue_guard.max_gpus_per_workload")
+		// Claimed and requested GPUs add up: 4 + 1.
+		err = alice.Create(ctx, claiming(job(1, 1), four.Name))
+		denied(err, "kueue_guard.max_gpus_per_workload")
+		Expect(err.Error()).To(ContainSubstring("requests 5 GPUs (nvidia.com/gpu)"))
+
+		Eventually(func() error {
+			return alice.Create(ctx, claiming(job(1, 0), fpga.Name), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("DeviceClass fpga.example.com is not mapped")))
+		denied(alice.Create(ctx, claiming(job(1, 0), fpga.Name)), "kueue_guard.dra_claims_counted")
+
+		within := queued(claiming(job(1, 1), two.Name), draQueue).(*batchv1.Job)
+		Eventually(func() error { return alice.Create(ctx, within.DeepCopy(), client.DryRunAll) }).Should(Succeed())
+		Expect(alice.Create(ctx, within)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(chargedGPUs(g, within)).To(Equal("3"), "1 requested and 2 claimed, as the input counted them")
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
 	It("a MIG slice is a GPU to the cap: 5 MIG instances are refused under a cap of 4", func() {
@@ -138,3 +167,34 @@ var _ = Describe("capacity asked for another way", func() {
 		}).Should(MatchError(ContainSubstring("[kueue_guard.pod_termination_bounded]")))
 	})
 })
+
+// claimTemplate is a ResourceClaimTemplate in the tenant's namespace claiming
+// count devices of a DRA device class.
+func claimTemplate(class string, count int64) *resourcev1.ResourceClaimTemplate {
+	return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name("claim")},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "devices", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}}}}}}}
+}
+
+// claiming gives j's pods a claim from the template.
+func claiming(j *batchv1.Job, template string) *batchv1.Job {
+	j.Spec.Template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "devices", ResourceClaimTemplateName: new(template)}}
+	return j
+}
+
+// chargedGPUs is what Kueue's admission of j's Workload charges in GPUs.
+func chargedGPUs(g Gomega, j *batchv1.Job) string {
+	wls := &kueue.WorkloadList{}
+	g.Expect(admin.List(ctx, wls, client.InNamespace(j.Namespace))).To(Succeed())
+	for i := range wls.Items {
+		wl := &wls.Items[i]
+		if len(wl.OwnerReferences) == 1 && wl.OwnerReferences[0].UID == j.UID {
+			g.Expect(wl.Status.Admission).NotTo(BeNil(), "admitted")
+			usage := wl.Status.Admission.PodSetAssignments[0].ResourceUsage[gpu]
+			return usage.String()
+		}
+	}
+	g.Expect(j.UID).To(BeEmpty(), "no Workload of the Job yet")
+	return ""
+}

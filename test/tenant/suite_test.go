@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	kueueconfig "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -48,7 +49,10 @@ const (
 	strictTeam  = "team-strict"
 	strictLabel = "kueue-guard.io/queued-only"
 	gpu         = "nvidia.com/gpu"
-	gpuLimit    = "4"
+	// gpuClass is the DRA device class Kueue's deviceClassMappings charge as gpu.
+	gpuClass = "gpu.nvidia.com"
+	draQueue = "dra"
+	gpuLimit = "4"
 )
 
 var (
@@ -91,7 +95,9 @@ var _ = BeforeSuite(func() {
 	// start-up check creates a Job through it.
 	srv, err = env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	kq, err = env.StartKueue(ctx, testenv.KueueOptions{})
+	// Kueue charges GPUs claimed through DRA's gpu.nvidia.com class as nvidia.com/gpu.
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Resources: &kueueconfig.Resources{
+		DeviceClassMappings: []kueueconfig.DeviceClassMapping{{Name: gpu, DeviceClassNames: []corev1.ResourceName{gpuClass}}}}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	Expect(kq.Username).To(Equal(config.KueueServiceAccount(config.DefaultKueueNamespace)),
 		"Kueue acts under the identity kueue-guard trusts by default")
@@ -175,6 +181,10 @@ func setUpQueues() {
 	}
 	Expect(admin.Create(ctx, quota("cq", false))).To(Succeed())
 	Expect(admin.Create(ctx, quota("held-cq", true))).To(Succeed())
+	// The DRA spec's own quota, which no other spec's running Jobs hold.
+	Expect(admin.Create(ctx, quota("dra-cq", false))).To(Succeed())
+	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: draQueue},
+		Spec: kueue.LocalQueueSpec{ClusterQueue: "dra-cq"}})).To(Succeed())
 	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: queue},
 		Spec: kueue.LocalQueueSpec{ClusterQueue: "cq"}})).To(Succeed())
 	Expect(admin.Create(ctx, &kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: heldLQ},

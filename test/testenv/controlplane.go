@@ -202,6 +202,8 @@ type KueueOptions struct {
 	ManagedJobsNamespaceSelector *metav1.LabelSelector
 	// FeatureGates are Kueue's featureGates, on top of ours (VisibilityOnDemand off).
 	FeatureGates map[string]bool
+	// Resources is Kueue's resources section (deviceClassMappings, say).
+	Resources *kueueconfig.Resources
 	// ReinvocationPolicy is the chart value mutatingWebhook.reinvocationPolicy for
 	// Kueue's mutating webhooks; empty keeps the chart's default (Never).
 	ReinvocationPolicy admissionregistrationv1.ReinvocationPolicyType
@@ -446,6 +448,7 @@ func kueueConfiguration(opts KueueOptions, k *Kueue) ([]byte, error) {
 		InternalCertManagement:       &kueueconfig.InternalCertManagement{Enable: new(false)},
 		Integrations:                 &kueueconfig.Integrations{Frameworks: frameworks, ExternalFrameworks: opts.ExternalFrameworks},
 		FeatureGates:                 gates,
+		Resources:                    opts.Resources,
 	}
 	return yaml.Marshal(cfg)
 }
