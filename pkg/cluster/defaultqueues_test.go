@@ -5,7 +5,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -74,7 +73,7 @@ var _ = Describe("whether Kueue's LocalQueue API is leaving", func() {
 		}
 		if st == deleting {
 			crd.Finalizers = []string{"customresourcecleanup.apiextensions.k8s.io"}
-			crd.DeletionTimestamp = ptr.To(metav1.Now())
+			crd.DeletionTimestamp = new(metav1.Now())
 		}
 		return b.WithObjects(crd).Build()
 	}

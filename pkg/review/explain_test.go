@@ -253,3 +253,50 @@ spec:
 		Expect(p.TotalRequests).To(Equal(map[string]string{"pods": "3"}))
 	})
 })
+
+var _ = Describe("devices a ResourceClaimTemplate claims are counted as Kueue charges them", func() {
+	const kueueConfig = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: kueue-manager-config, namespace: kueue-system}
+data:
+  controller_manager_config.yaml: |
+    resources:
+      deviceClassMappings: [{name: nvidia.com/gpu, deviceClassNames: [gpu.nvidia.com]}]
+`
+	const template = `apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-gpus, namespace: team}
+spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 2}}]}}}
+`
+	const claimingJob = `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: claims
+  namespace: team
+  labels: {kueue.x-k8s.io/queue-name: two-flavors}
+spec:
+  parallelism: 3
+  completions: 3
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: two-gpus}]
+      containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]
+`
+	placed := func(state *review.State, yaml string) *review.Placement {
+		GinkgoHelper()
+		o := object(run(review.Options{State: state, Explain: true}, yaml), "Job", "claims")
+		Expect(o.Placement).NotTo(BeNil())
+		return o.Placement
+	}
+
+	It("takes the template from the reviewed manifests", func() {
+		p := placed(stateFrom(explainState+"---\n"+kueueConfig), template+"---\n"+claimingJob)
+		Expect(p.TotalRequests).To(HaveKeyWithValue("nvidia.com/gpu", "6"))
+	})
+
+	It("takes the template from the cluster state", func() {
+		p := placed(stateFrom(explainState+"---\n"+kueueConfig+"---\n"+template), claimingJob)
+		Expect(p.TotalRequests).To(HaveKeyWithValue("nvidia.com/gpu", "6"))
+	})
+})
