@@ -248,7 +248,8 @@ func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster
 	if !ok || req.Object == nil || (req.Namespace != "" && p.exempt != nil && p.exempt.IsExempt(req.Namespace)) {
 		return &Decision{}, nil
 	}
-	current, ok, err := view.ScaleTarget(in.GVK.GroupKind(), req.Namespace, req.Name)
+	// The Scale carries its workload's uid: the cache must hold that object.
+	current, ok, err := view.ScaleTarget(in.GVK.GroupKind(), req.Namespace, req.Name, req.Object.GetUID())
 	if err != nil {
 		return nil, err
 	}

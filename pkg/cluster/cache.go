@@ -13,6 +13,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -435,7 +436,7 @@ func (v *InformerView) TrainingRuntime(kind, namespace, name string) (*unstructu
 }
 
 // ScaleTarget implements View.
-func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
+func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string, uid types.UID) (*unstructured.Unstructured, bool, error) {
 	in, ok := integrations.Lookup(gk)
 	if !ok || !in.ScaleJudged {
 		return nil, false, nil
@@ -443,8 +444,19 @@ func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string) 
 	if err := v.optionalReady(in.GVK); err != nil {
 		return nil, false, err
 	}
+	// Every object of the kind is cached, queued or not: one missing, or
+	// another by that name, was made after the cache last heard, and may
+	// be queued. A tenant scaling right after creating is told to retry.
 	u := newUnstructured(in.GVK)
-	if !v.get(namespace, name, u) || !queued(u) {
+	if !v.get(namespace, name, u) || (uid != "" && u.GetUID() != uid) {
+		return nil, false, fmt.Errorf("kueue-guard has not seen %s %s/%s yet (it was made a moment ago): retry the scale",
+			in.GVK.Kind, namespace, name)
+	}
+	if size, trimmed := u.GetAnnotations()[cacheTrimmedAnnotation]; trimmed {
+		return nil, false, fmt.Errorf("%s %s/%s (about %s bytes) is larger than kueue-guard keeps of a workload (%d): "+
+			"its scale cannot be judged; change spec.replicas with an update of the object instead", in.GVK.Kind, namespace, name, size, maxCachedWorkload)
+	}
+	if !queued(u) {
 		return nil, false, nil
 	}
 	return u, true, nil

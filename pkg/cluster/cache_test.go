@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +75,38 @@ var _ = Describe("the informer cache of scaled kinds", func() {
 		Expect(err).NotTo(HaveOccurred())
 		_, found, _ := unstructured.NestedInt64(out.(*unstructured.Unstructured).Object, "spec", "replicas")
 		Expect(found).To(BeFalse())
+	})
+
+	It("keeps of any copy's container arguments only what the controller fingerprint reads", func() {
+		junk := strings.Repeat("x", 32<<10)
+		withArgs := func(labels map[string]any) *unstructured.Unstructured {
+			d := statefulSet(nil, labels)
+			d.SetKind("Deployment")
+			Expect(unstructured.SetNestedSlice(d.Object, []any{map[string]any{"name": "m", "image": "busybox",
+				"command": []any{"/manager", junk}, "args": []any{junk, "--config=/c/controller_manager_config.yaml", junk}}},
+				"spec", "template", "spec", "containers")).To(Succeed())
+			return d
+		}
+		for _, d := range []*unstructured.Unstructured{withArgs(queue), withArgs(map[string]any{"app": "d"})} {
+			out, err := transform(deploymentGVK)(d)
+			Expect(err).NotTo(HaveOccurred())
+			containers, _, _ := unstructured.NestedSlice(out.(*unstructured.Unstructured).Object, "spec", "template", "spec", "containers")
+			Expect(containers).To(HaveLen(1))
+			Expect(containers[0]).NotTo(HaveKey("command"))
+			Expect(containers[0]).To(HaveKeyWithValue("args", []any{"--config=/c/controller_manager_config.yaml"}))
+		}
+	})
+
+	It("keeps a queued workload larger than the bound as an unqueued one, marked so that its scale is refused", func() {
+		big := statefulSet(queue, nil)
+		Expect(unstructured.SetNestedSlice(big.Object, []any{map[string]any{"name": "m",
+			"env": []any{map[string]any{"name": "E", "value": strings.Repeat("x", maxCachedWorkload)}}}},
+			"spec", "template", "spec", "containers")).To(Succeed())
+		out, err := transform(stsGVK)(big)
+		Expect(err).NotTo(HaveOccurred())
+		u := out.(*unstructured.Unstructured)
+		Expect(u.Object).NotTo(HaveKey("spec"))
+		Expect(u.GetAnnotations()).To(HaveKey(cacheTrimmedAnnotation))
 	})
 
 	It("has one entry per kind, Deployment included once", func() {

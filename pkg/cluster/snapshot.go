@@ -285,7 +285,7 @@ func (s *Snapshot) KueueConfig() (*KueueConfig, bool) {
 
 // ScaleTarget implements View: the queued workloads of scaled kinds that were
 // added.
-func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string) (*unstructured.Unstructured, bool, error) {
+func (s *Snapshot) ScaleTarget(gk schema.GroupKind, namespace, name string, _ types.UID) (*unstructured.Unstructured, bool, error) {
 	u, ok := s.scaled[scaledKey{gk, namespace, name}]
 	if !ok || !queued(u) {
 		return nil, false, nil

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,19 +13,121 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // keepQueued is the cache transform of a scaled kind: a queued workload is kept
-// whole, because a scale of it is judged as an update of the whole workload;
+// whole, because a scale of it is judged as an update of the whole workload,
+// but for its containers' arguments (KeptArgv) and up to maxCachedWorkload;
 // any other is cut down by strip, so a cluster's StatefulSets and Deployments
 // cost memory only when Kueue manages them. (A label selector cannot do this:
 // the queue label may be in the pod template only.)
 func keepQueued(strip toolscache.TransformFunc) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && queued(u) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || !queued(u) {
+			return strip(obj)
+		}
+		trimArgv(u)
+		size := approxSize(u.Object)
+		if size <= maxCachedWorkload {
 			return u, nil
 		}
-		return strip(obj)
+		out, err := strip(u)
+		if s, ok := out.(*unstructured.Unstructured); ok && err == nil {
+			md, _ := s.Object["metadata"].(map[string]any)
+			md["annotations"] = map[string]any{cacheTrimmedAnnotation: strconv.Itoa(size)}
+		}
+		return out, err
+	}
+}
+
+// maxCachedWorkload bounds what the cache keeps of one queued workload (in
+// approxSize bytes, arguments trimmed): a tenant may make any number of them
+// as large as the API server takes (1.5 MB each).
+const maxCachedWorkload = 256 << 10
+
+// cacheTrimmedAnnotation marks, on a cached copy only, a queued workload
+// larger than maxCachedWorkload, kept as strip keeps unqueued ones: its
+// scale cannot be judged from the cache (ScaleTarget says so).
+const cacheTrimmedAnnotation = "kueue-guard.io/cache-trimmed"
+
+// trimArgv keeps of every container's command and args what KeptArgv keeps.
+func trimArgv(u *unstructured.Unstructured) {
+	for _, path := range workload.PodSpecPaths(u) {
+		spec, ok := nestedMap(u.Object, path)
+		if !ok {
+			continue
+		}
+		for _, key := range []string{"containers", "initContainers", "ephemeralContainers"} {
+			list, _ := spec[key].([]any)
+			for _, c := range list {
+				if cm, ok := c.(map[string]any); ok {
+					trimContainerArgv(cm)
+				}
+			}
+		}
+	}
+}
+
+func trimContainerArgv(cm map[string]any) {
+	command, _ := cm["command"].([]any)
+	args, _ := cm["args"].([]any)
+	command, args = kueuecontroller.KeptArgv(command, args)
+	for key, v := range map[string][]any{"command": command, "args": args} {
+		if v == nil {
+			delete(cm, key)
+		} else {
+			cm[key] = v
+		}
+	}
+}
+
+// nestedMap follows a path of map keys and list indices (workload.PodSpecPaths).
+func nestedMap(obj map[string]any, path []any) (map[string]any, bool) {
+	var cur any = obj
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			cur = m[k]
+		case int:
+			l, ok := cur.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil, false
+			}
+			cur = l[k]
+		}
+	}
+	m, ok := cur.(map[string]any)
+	return m, ok
+}
+
+// approxSize is about the bytes of an unstructured object's JSON: its strings
+// and keys, and a few for every other value. Cheaper than encoding it, on
+// every event of every queued workload.
+func approxSize(v any) int {
+	switch t := v.(type) {
+	case map[string]any:
+		n := 2
+		for k, e := range t {
+			n += len(k) + 4 + approxSize(e)
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range t {
+			n += 1 + approxSize(e)
+		}
+		return n
+	case string:
+		return len(t) + 2
+	default:
+		return 8
 	}
 }
 
@@ -93,6 +197,9 @@ func keptMetadata(u *unstructured.Unstructured) map[string]any {
 	return meta
 }
 
+// maxImageLen is the longest image reference a stripped Deployment keeps.
+const maxImageLen = 1024
+
 // kueueChartAnnotation is the pod template annotation of Kueue's Helm chart
 // that the Kueue controller fingerprint reads.
 const kueueChartAnnotation = "charts.kueue.x-k8s.io/config-checksum"
@@ -119,7 +226,15 @@ func stripDeployment(obj any) (any, error) {
 					continue
 				}
 				slim := map[string]any{}
-				for _, f := range []string{"name", "image", "command", "args"} {
+				if name, ok := cm["name"]; ok {
+					slim["name"] = name
+				}
+				// No registry serves a longer reference: such a pod never runs.
+				if image, ok := cm["image"].(string); ok && len(image) <= maxImageLen {
+					slim["image"] = image
+				}
+				trimContainerArgv(cm)
+				for _, f := range []string{"command", "args"} {
 					if v, ok := cm[f]; ok {
 						slim[f] = v
 					}

@@ -11,6 +11,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
@@ -61,8 +62,9 @@ type View interface {
 	// scale is judged as an update of the workload. ok is false for an
 	// unqueued workload: Kueue does not manage it, and there is nothing to
 	// judge. err is set when the view cannot tell (its informer for the kind
-	// is still starting): the caller must not guess.
-	ScaleTarget(gk schema.GroupKind, namespace, name string) (obj *unstructured.Unstructured, ok bool, err error)
+	// is still starting, or it has not seen the object of that uid yet, when
+	// uid is set): the caller must not guess.
+	ScaleTarget(gk schema.GroupKind, namespace, name string, uid types.UID) (obj *unstructured.Unstructured, ok bool, err error)
 	// Parent returns a cached object of a kind Kueue manages as a whole
 	// (ParentKind), for Kueue's ancestry walk: at least its identity, queue
 	// label, controller owner and what Kueue may ignore it by; ok is false

@@ -338,3 +338,49 @@ func nestedMap(m map[string]any, fields ...string) (map[string]any, bool) {
 	v, ok := nested(m, fields...).(map[string]any)
 	return v, ok
 }
+
+// maxKeptArg is the longest argv element KeptArgv keeps as it is.
+const maxKeptArg = 256
+
+// KeptArgv is what Detect reads of a container's command and args: the elements
+// that pass Kueue's configuration file (with the flag word before the value in
+// the two-word form), each in the list it was in, so that a copy holding only
+// these is detected as the whole container is. An element longer than
+// maxKeptArg becomes its flag and file name. The server's cache keeps every
+// Deployment, and a tenant may give any of them megabytes of arguments.
+func KeptArgv(command, args []any) (keptCommand, keptArgs []any) {
+	lists := [2][]any{command, args}
+	var kept [2][]any
+	var prev string
+	prevList := -1
+	for l, list := range lists {
+		for _, a := range list {
+			s, ok := a.(string)
+			if !ok {
+				prev, prevList = "", -1
+				continue
+			}
+			if _, ok := configArgReason(prev, s); ok {
+				if _, inline := cutConfigFlag(s); !inline && prevList >= 0 {
+					kept[prevList] = append(kept[prevList], prev)
+				}
+				kept[l] = append(kept[l], shortArg(s))
+			}
+			prev, prevList = s, l
+		}
+	}
+	return kept[0], kept[1]
+}
+
+// shortArg cuts a --config element longer than maxKeptArg to its flag and the
+// file name, which is all Detect matches on.
+func shortArg(s string) string {
+	if len(s) <= maxKeptArg {
+		return s
+	}
+	if _, inline := cutConfigFlag(s); inline {
+		flag, _, _ := strings.Cut(s, "=")
+		return flag + "=…/" + configFileName
+	}
+	return "…/" + configFileName
+}

@@ -295,7 +295,9 @@ var _ = Describe("a namespace user with edit rights", func() {
 			func(byTemplate bool) {
 				sts := statefulSet(byTemplate)
 				Expect(alice.Create(ctx, sts)).To(Succeed())
-				// The server judges a scale from its cache of queued workloads.
+				// The server judges a scale from its cache, which may not have
+				// the StatefulSet yet: it refuses the scale for a retry then.
+				// The scale is never let through meanwhile: replicas stay 2.
 				Eventually(func(g Gomega) {
 					scale := &autoscalingScale{}
 					g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
@@ -303,7 +305,7 @@ var _ = Describe("a namespace user with edit rights", func() {
 					err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
 					g.Expect(err).To(HaveOccurred())
 					g.Expect(err.Error()).To(ContainSubstring("[" + admission.RulePodGroupResize + "]"))
-				}).Should(Succeed())
+				}).WithTimeout(10 * time.Second).Should(Succeed())
 				get(sts)
 				Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
 			},
