@@ -260,8 +260,12 @@ func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster
 	if err != nil {
 		return nil, fmt.Errorf("reading the scale's spec.replicas: %w", err)
 	}
+	path, ok := view.ScaleReplicasPath(in)
+	if !ok {
+		return nil, fmt.Errorf("kueue-guard cannot read where %s's scale subresource puts the replicas (its CRD's specReplicasPath)", in.GVK.Kind)
+	}
 	scaled := current.DeepCopy()
-	if err := unstructured.SetNestedField(scaled.Object, replicas, "spec", "replicas"); err != nil {
+	if err := unstructured.SetNestedField(scaled.Object, replicas, path...); err != nil {
 		return nil, fmt.Errorf("applying the scale to %s %s/%s: %w", in.GVK.Kind, req.Namespace, req.Name, err)
 	}
 	update := *req

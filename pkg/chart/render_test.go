@@ -279,8 +279,10 @@ var _ = Describe("default values", func() {
 		}
 		Expect(covered(m.Webhooks[0].Rules)).To(ConsistOf(catalog))
 		Expect(covered(v.Webhooks[0].Rules)).To(ConsistOf(append(catalog, "apps/v1/deployments/scale", "apps/v1/statefulsets/scale",
-			"leaderworkerset.x-k8s.io/v1/leaderworkersets/scale", "apps/v1/replicasets")),
-			"the validating webhook also judges the scale of queued Deployments, StatefulSets and LeaderWorkerSets, "+
+			"leaderworkerset.x-k8s.io/v1/leaderworkersets/scale", "kubeflow.org/v1/pytorchjobs/scale", "kubeflow.org/v1/paddlejobs/scale",
+			"kubeflow.org/v1/jaxjobs/scale", "apps/v1/replicasets")),
+			"the validating webhook also judges the scale of queued Deployments, StatefulSets, LeaderWorkerSets and the "+
+				"Kubeflow jobs whose CRDs have one, "+
 				"and the owner of ReplicaSets, which Kueue walks through")
 		for _, r := range m.Webhooks[0].Rules {
 			Expect(r.Operations).To(ConsistOf(admissionregistrationv1.Create))

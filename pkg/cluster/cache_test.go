@@ -3,6 +3,7 @@ package cluster
 import (
 	"strings"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,4 +191,27 @@ var _ = Describe("following the cluster's CRDs", func() {
 	It("does not take another group's kind of the same name", func() {
 		Expect(crdServes(crd("example.com", "LocalQueue", map[string]bool{"v1beta2": true}, true), lq)).To(BeFalse())
 	})
+})
+
+var _ = Describe("where a CRD's scale puts the replicas", func() {
+	crd := func(version, path string) *unstructured.Unstructured {
+		v := map[string]any{"name": version, "served": true}
+		if path != "" {
+			v["subresources"] = map[string]any{"scale": map[string]any{"specReplicasPath": path}}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"versions": []any{v}}}}
+	}
+	gvk := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
+	DescribeTable("reads specReplicasPath at the version read",
+		func(c *unstructured.Unstructured, want []string) {
+			got, ok := scaleReplicasPath(c, gvk)
+			Expect(ok).To(Equal(want != nil))
+			Expect(cmp.Diff(want, got)).To(BeEmpty())
+		},
+		Entry("a Worker path", crd("v1", ".spec.pytorchReplicaSpecs.Worker.replicas"), []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"}),
+		Entry("no scale subresource", crd("v1", ""), nil),
+		Entry("another version's only", crd("v2", ".spec.replicas"), nil),
+		Entry("not a JSON path", crd("v1", "spec.replicas"), nil),
+		Entry("an empty field", crd("v1", ".spec..replicas"), nil),
+	)
 })

@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 )
 
 // crdGVK is read as unstructured, cut down to what tells whether a kind is
@@ -35,7 +39,12 @@ func stripCRD(obj any) (any, error) {
 	kept := make([]any, 0, len(versions))
 	for _, v := range versions {
 		if m, ok := v.(map[string]any); ok {
-			kept = append(kept, map[string]any{"name": m["name"], "served": m["served"]})
+			k := map[string]any{"name": m["name"], "served": m["served"]}
+			// Where a scale's replicas go (ScaleReplicasPath).
+			if path, found, _ := unstructured.NestedString(m, "subresources", "scale", "specReplicasPath"); found {
+				k["subresources"] = map[string]any{"scale": map[string]any{"specReplicasPath": path}}
+			}
+			kept = append(kept, k)
 		}
 	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
@@ -218,4 +227,45 @@ func (o *optionalKinds) start(ctx context.Context, k *optionalKind) {
 		return
 	}
 	o.logger.Info("kind now served: watching it", "kind", k.gvk.String())
+}
+
+// scaleReplicasPath reads where a CRD's scale subresource puts the replicas
+// at gvk's version: its specReplicasPath (".spec.x.replicas"), as field names.
+func scaleReplicasPath(crd *unstructured.Unstructured, gvk schema.GroupVersionKind) ([]string, bool) {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m, ok := v.(map[string]any)
+		if !ok || m["name"] != gvk.Version {
+			continue
+		}
+		path, found, _ := unstructured.NestedString(m, "subresources", "scale", "specReplicasPath")
+		if !found || !strings.HasPrefix(path, ".") {
+			return nil, false
+		}
+		fields := strings.Split(path[1:], ".")
+		if slices.Contains(fields, "") {
+			return nil, false
+		}
+		return fields, true
+	}
+	return nil, false
+}
+
+// ScaleReplicasPath implements View: the built-in kinds' spec.replicas, or
+// what the kind's CRD declares, as the cache last saw it.
+func (v *InformerView) ScaleReplicasPath(in *integrations.Integration) ([]string, bool) {
+	if in.GVK.Group == "apps" {
+		return in.ScaleReplicas, true
+	}
+	crd := newUnstructured(crdGVK)
+	if !v.get("", in.Resource+"."+in.GVK.Group, crd) {
+		return nil, false
+	}
+	return scaleReplicasPath(crd, in.GVK)
+}
+
+// ScaleReplicasPath implements View: a snapshot holds no CRDs; the catalog
+// says where the CRD version Kueue integrates puts the replicas.
+func (s *Snapshot) ScaleReplicasPath(in *integrations.Integration) ([]string, bool) {
+	return in.ScaleReplicas, len(in.ScaleReplicas) > 0
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -65,6 +66,11 @@ type View interface {
 	// is still starting, or it has not seen the object of that uid yet, when
 	// uid is set): the caller must not guess.
 	ScaleTarget(gk schema.GroupKind, namespace, name string, uid types.UID) (obj *unstructured.Unstructured, ok bool, err error)
+	// ScaleReplicasPath is where a scale of a kind sets the replicas:
+	// spec.replicas for the built-in kinds, the specReplicasPath its CRD
+	// declares for the others; ok is false when the CRD declares none or
+	// cannot be read.
+	ScaleReplicasPath(in *integrations.Integration) (path []string, ok bool)
 	// Parent returns a cached object of a kind Kueue manages as a whole
 	// (ParentKind), for Kueue's ancestry walk: at least its identity, queue
 	// label, controller owner and what Kueue may ignore it by; ok is false

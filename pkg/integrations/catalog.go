@@ -58,10 +58,18 @@ type Integration struct {
 	// scale` (or an autoscaler) meets the same policies as editing
 	// spec.replicas: Kueue sizes a StatefulSet's or LeaderWorkerSet's pod
 	// groups from the replica count, and a Deployment's total is what a
-	// workload-wide policy caps. Kueue's own webhooks do not see /scale.
+	// workload-wide policy caps; a PyTorchJob's, PaddleJob's or JAXJob's
+	// scale sets its Worker replicas (the path its CRD declares, read at run
+	// time), which Kueue charges. Kueue's own webhooks do not see /scale.
 	// (A ReplicaSet is not a kind Kueue queues: its pods are judged one by one
 	// as they are created, which is how Kueue admits them.)
 	ScaleJudged bool
+	// ScaleReplicas is where the scale subresource of the CRD version Kueue
+	// integrates puts the replicas (its specReplicasPath; spec.replicas for
+	// the built-in kinds). The server reads the cluster's CRD instead; this is
+	// for a view without CRDs (a review's snapshot). A test checks it against
+	// the CRDs.
+	ScaleReplicas []string
 	// TemplateQueue marks kinds whose pods Kueue admits as pods (Deployment) or
 	// pod groups (StatefulSet, LeaderWorkerSet): the queue and priority labels
 	// Kueue acts on are the pods', so a label in the pod template counts as the
@@ -152,6 +160,10 @@ const (
 	useSparkJob = "a Job (batch/v1) running spark-submit"
 )
 
+// specReplicas is where a scale puts the replicas of the built-in kinds and of
+// the CRDs that follow them.
+var specReplicas = []string{"spec", "replicas"}
+
 // catalog lists every kind. Order is stable and is the order of generated rules.
 var catalog = []Integration{
 	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true, Suspension: specSuspend},
@@ -160,23 +172,26 @@ var catalog = []Integration{
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}, PodBased: true},
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true, PodBased: true},
+		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true},
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true, PodBased: true, PodGroups: true},
+		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true, PodGroups: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: Suspension{QueueImmutable: true}, TemplateQueue: true,
-		ScaleJudged: true, PodBased: true, PodGroups: true},
+		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true, PodGroups: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend, Ignorable: true},
 	{GVK: gvk("ray.io", "v1", "RayCluster"), Resource: "rayclusters", Framework: "ray.io/raycluster", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayService"), Resource: "rayservices", Framework: "ray.io/rayservice", Managed: true,
 		Suspension: Suspension{Field: []string{"spec", "rayClusterConfig", "suspend"}}},
 	{GVK: gvk("kubeflow.org", "v2beta1", "MPIJob"), Resource: "mpijobs", Framework: "kubeflow.org/mpijob", Managed: true, Suspension: runPolicySuspend},
-	{GVK: gvk("kubeflow.org", "v1", "PyTorchJob"), Resource: "pytorchjobs", Framework: "kubeflow.org/pytorchjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "PyTorchJob"), Resource: "pytorchjobs", Framework: "kubeflow.org/pytorchjob", Alternative: useTrainJob, Suspension: runPolicySuspend,
+		ScaleJudged: true, ScaleReplicas: []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"}},
 	{GVK: gvk("kubeflow.org", "v1", "TFJob"), Resource: "tfjobs", Framework: "kubeflow.org/tfjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
 	{GVK: gvk("kubeflow.org", "v1", "XGBoostJob"), Resource: "xgboostjobs", Framework: "kubeflow.org/xgboostjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
-	{GVK: gvk("kubeflow.org", "v1", "PaddleJob"), Resource: "paddlejobs", Framework: "kubeflow.org/paddlejob", Alternative: useTrainJob, Suspension: runPolicySuspend},
-	{GVK: gvk("kubeflow.org", "v1", "JAXJob"), Resource: "jaxjobs", Framework: "kubeflow.org/jaxjob", Alternative: useTrainJob, Suspension: runPolicySuspend},
+	{GVK: gvk("kubeflow.org", "v1", "PaddleJob"), Resource: "paddlejobs", Framework: "kubeflow.org/paddlejob", Alternative: useTrainJob, Suspension: runPolicySuspend,
+		ScaleJudged: true, ScaleReplicas: []string{"spec", "paddleReplicaSpecs", "Worker", "replicas"}},
+	{GVK: gvk("kubeflow.org", "v1", "JAXJob"), Resource: "jaxjobs", Framework: "kubeflow.org/jaxjob", Alternative: useTrainJob, Suspension: runPolicySuspend,
+		ScaleJudged: true, ScaleReplicas: []string{"spec", "jaxReplicaSpecs", "Worker", "replicas"}},
 	{GVK: gvk("trainer.kubeflow.org", "v1alpha1", "TrainJob"), Resource: "trainjobs", Framework: "trainer.kubeflow.org/trainjob", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("workload.codeflare.dev", "v1beta2", "AppWrapper"), Resource: "appwrappers",
 		Framework: "workload.codeflare.dev/appwrapper", Alternative: useJobSet, Suspension: specSuspend},

@@ -9,12 +9,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
@@ -279,5 +281,32 @@ var _ = Describe("guardrails under the oss profile", Ordered, func() {
 		err := k8sClient.Create(ctx, kueueDeployment("kueue-late", "kueue-controller-manager"))
 		invalid(err, "spec.template.spec.containers[0].image",
 			"Deployment kueue-system/kueue-controller-manager already runs Kueue in this cluster")
+	})
+})
+
+// The catalog's scaled kinds are the served ones whose CRDs declare a scale
+// subresource, and its replicas path is theirs: what the chart's /scale rules
+// and a review's snapshot go by.
+var _ = Describe("the catalog's scale subresources", func() {
+	It("are exactly those the installed CRDs declare, at the paths they declare", func() {
+		for _, in := range integrations.All() {
+			if in.GVK.Group == "" || in.GVK.Group == "apps" || in.GVK.Group == "batch" {
+				continue
+			}
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: in.Resource + "." + in.GVK.Group}, crd)).To(Succeed(), in.Key())
+			var path string
+			versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+			for _, v := range versions {
+				if m := v.(map[string]any); m["name"] == in.GVK.Version {
+					path, _, _ = unstructured.NestedString(m, "subresources", "scale", "specReplicasPath")
+				}
+			}
+			Expect(in.ScaleJudged).To(Equal(path != ""), "%s: scale judged iff its CRD has a scale subresource", in.Key())
+			if path != "" {
+				Expect("."+strings.Join(in.ScaleReplicas, ".")).To(Equal(path), in.Key())
+			}
+		}
 	})
 })

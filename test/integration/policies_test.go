@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
@@ -167,6 +169,31 @@ var _ = Describe("quota policies as code", Ordered, func() {
 		big := fixtures.Deployment(capped, "big").Queue("lq").Requests("nvidia.com/gpu", "9").Obj()
 		Expect(clientAs("alice").Create(ctx, big, client.DryRunAll)).To(MatchError(ContainSubstring(
 			`[kueue_guard.max_gpus_per_workload] each pod requests 9 GPUs`)))
+	})
+
+	// Kueue's webhook does not see /scale, and a PyTorchJob's CRD scales its
+	// Worker replicas, which Kueue charges.
+	It("judges kubectl scale of a queued PyTorchJob's workers as the update it is: past the cap, refused", func() {
+		// An upstream install, where Kueue may manage PyTorchJobs.
+		cfg := suiteConfig()
+		cfg.InstallProfile = config.ProfileOSS
+		startServer(cfg)
+		DeferCleanup(func() { startServer(suiteConfig()) })
+		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
+		localQueue(capped, "lq")
+		pt := fixtures.PyTorchJob(capped, "scaled").Queue("lq").Requests("nvidia.com/gpu", "2").
+			Label("kueue.x-k8s.io/max-exec-time-seconds", "60").Obj()
+		Expect(k8sClient.Create(ctx, pt)).To(Succeed(), "a master and a worker of 2 GPUs each")
+		scale := func(n int32) error {
+			return k8sClient.SubResource("scale").Update(ctx, pt, client.WithSubResourceBody(&autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}))
+		}
+		// Refused for a retry until the cache has it, then by the cap.
+		Eventually(func() error { return scale(4) }).WithTimeout(10 * time.Second).
+			Should(MatchError(ContainSubstring("[kueue_guard.max_gpus_per_workload] requests 10 GPUs")))
+		Expect(scale(3)).To(Succeed(), "4 pods of 2 GPUs: 8, within the cap")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pt), pt)).To(Succeed())
+		workers, _, _ := unstructured.NestedInt64(pt.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+		Expect(workers).To(BeEquivalentTo(3))
 	})
 
 	It("admits an 8-GPU job, and warns when the queue's usage leaves less free", func() {
