@@ -55,7 +55,49 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate().Error()
 	}
+	if class := sourcedClass(namespace, podSets, o); class != "" {
+		return nil, fmt.Sprintf("Kueue charges DeviceClass %s by the counters or capacity its deviceClassMappings sources "+
+			"name, read from the cluster's ResourceSlices, which kueue-guard does not read", class)
+	}
 	return requests, ""
+}
+
+// sourcedClass is a device class the pods' templates claim whose mapping has
+// sources Kueue charges from ResourceSlices instead of counting devices
+// (its partitionable-devices or consumable-capacity gate on): Kueue's count
+// above leaves such a class out.
+func sourcedClass(namespace string, podSets []kueue.PodSet, o *Options) corev1.ResourceName {
+	sourced := map[corev1.ResourceName]bool{}
+	for _, m := range o.Kueue.DeviceClassMappings {
+		for _, src := range m.Sources {
+			if (src.Counter != nil && features.Enabled(features.KueueDRAIntegrationPartitionableDevices)) ||
+				(src.Capacity != nil && features.Enabled(features.KueueDRAIntegrationConsumableCapacity)) {
+				for _, c := range m.DeviceClassNames {
+					sourced[c] = true
+				}
+			}
+		}
+	}
+	if len(sourced) == 0 {
+		return ""
+	}
+	for _, ps := range podSets {
+		for _, prc := range ps.Template.Spec.ResourceClaims {
+			if prc.ResourceClaimTemplateName == nil {
+				continue
+			}
+			t, ok := o.Claims.ResourceClaimTemplate(namespace, *prc.ResourceClaimTemplateName)
+			if !ok {
+				continue
+			}
+			for _, r := range t.Spec.Spec.Devices.Requests {
+				if r.Exactly != nil && sourced[corev1.ResourceName(r.Exactly.DeviceClassName)] {
+					return corev1.ResourceName(r.Exactly.DeviceClassName)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // claimsClient is the client.Client Kueue's DRA code reads through: it gets

@@ -92,6 +92,11 @@ var _ = Describe("devices claimed through DRA, counted with Kueue's code", func(
 			"KueueDRAIntegration feature gate is off"),
 		Entry("no templates to read", claimingJob(1, "two-gpus", ""), workload.Options{Kueue: mapped.Kueue}, true,
 			"cannot be read here"),
+		Entry("a class Kueue charges by ResourceSlice counters", claimingJob(1, "two-gpus", ""), workload.Options{Claims: templates,
+			Kueue: configapi.Resources{DeviceClassMappings: []configapi.DeviceClassMapping{{Name: "nvidia.com/gpu",
+				DeviceClassNames: []corev1.ResourceName{"gpu.nvidia.com"}, Sources: []configapi.DeviceClassSourceConfig{
+					{Counter: &configapi.DeviceClassCounterSource{Name: "memory", Driver: "gpu.nvidia.com"}}}}}}}, true,
+			"by the counters or capacity"),
 	)
 
 	It("leaves a claim by name to the policy that refuses it by field", func() {
