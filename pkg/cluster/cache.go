@@ -43,7 +43,7 @@ func CachedTypes() []client.Object {
 	for _, t := range optionalTypes() {
 		objs = append(objs, t.obj)
 	}
-	return append(objs, newUnstructured(crdGVK), &resourcev1.ResourceClaimTemplate{})
+	return append(objs, newUnstructured(crdGVK), &resourcev1.ResourceClaimTemplate{}, &resourcev1.DeviceClass{})
 }
 
 // requiredTypes are served by every API server: the server does not start

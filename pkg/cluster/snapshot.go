@@ -43,6 +43,7 @@ type Snapshot struct {
 	cohorts        map[string]*kueue.Cohort
 	runtimes       map[runtimeKey]*unstructured.Unstructured
 	claimTemplates map[types.NamespacedName]*resourcev1.ResourceClaimTemplate
+	deviceClasses  map[string]*resourcev1.DeviceClass
 	// caps memoises Capacities until the next Add.
 	capsMu sync.Mutex
 	caps   map[string][]Capacity
@@ -80,6 +81,7 @@ func NewSnapshot(objs ...client.Object) (*Snapshot, error) {
 		cohorts:        map[string]*kueue.Cohort{},
 		runtimes:       map[runtimeKey]*unstructured.Unstructured{},
 		claimTemplates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{},
+		deviceClasses:  map[string]*resourcev1.DeviceClass{},
 	}
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {
@@ -117,6 +119,8 @@ func (s *Snapshot) Add(obj client.Object) error {
 		s.runtimeClasses[o.Name] = o
 	case *resourcev1.ResourceClaimTemplate:
 		s.claimTemplates[key] = o
+	case *resourcev1.DeviceClass:
+		s.deviceClasses[o.Name] = o
 	case *unstructured.Unstructured:
 		return s.addUnstructured(key, o)
 	case *appsv1.Deployment:

@@ -165,6 +165,10 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 				t.ManagedFields = nil
 				return t, nil
 			}
+			if dc, ok := obj.(*resourcev1.DeviceClass); ok {
+				dc.ManagedFields = nil
+				return dc, nil
+			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				if t, ok := scaled[u.GroupVersionKind()]; ok {
 					return t(obj)

@@ -93,6 +93,9 @@ type View interface {
 	// ResourceClaimTemplate returns a ResourceClaimTemplate a pod names: Kueue
 	// charges the devices it claims (workload.ClaimTemplates).
 	ResourceClaimTemplate(namespace, name string) (*resourcev1.ResourceClaimTemplate, bool)
+	// DeviceClasses lists the cluster's DeviceClasses: Kueue charges an
+	// extended resource one backs (spec.extendedResourceName) as a DRA device.
+	DeviceClasses() []resourcev1.DeviceClass
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level

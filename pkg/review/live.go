@@ -82,14 +82,18 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 		}
 	}
 
-	// Claim templates, where resource.k8s.io/v1 is served: Kueue charges
-	// the devices they claim.
-	var templates resourcev1.ResourceClaimTemplateList
-	if err := c.List(ctx, &templates); err != nil && !meta.IsNoMatchError(err) {
-		return nil, fmt.Errorf("listing ResourceClaimTemplates: %w", err)
-	}
-	if err := s.addListed(&templates); err != nil {
-		return nil, err
+	// Claim templates and device classes, where resource.k8s.io/v1 is
+	// served: Kueue charges the devices they claim or back.
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"ResourceClaimTemplates", &resourcev1.ResourceClaimTemplateList{}}, {"DeviceClasses", &resourcev1.DeviceClassList{}}} {
+		if err := c.List(ctx, l.list); err != nil && !meta.IsNoMatchError(err) {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
+		}
+		if err := s.addListed(l.list); err != nil {
+			return nil, err
+		}
 	}
 
 	// Training runtimes, where Kubeflow Trainer is installed.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueuev1beta1 "sigs.k8s.io/kueue/apis/kueue/v1beta1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -107,6 +108,7 @@ var manifestStateKinds = map[schema.GroupKind]bool{
 	{Group: trainerGroup, Kind: workload.ClusterTrainingRuntimeKind}: true,
 	{Group: trainerGroup, Kind: workload.TrainingRuntimeKind}:        true,
 	{Group: resourcev1.GroupName, Kind: "ResourceClaimTemplate"}:     true,
+	{Group: resourcev1.GroupName, Kind: "DeviceClass"}:               true,
 }
 
 // stateKinds are the kinds a state holds, by group and kind: those of
@@ -182,7 +184,10 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 		if gvk.Version != "v1" {
 			return "", fmt.Errorf("unsupported version %s of %s: use %s", gvk.GroupVersion(), gvk.Kind, resourcev1.SchemeGroupVersion)
 		}
-		t := &resourcev1.ResourceClaimTemplate{}
+		var t client.Object = &resourcev1.ResourceClaimTemplate{}
+		if gvk.Kind == "DeviceClass" {
+			t = &resourcev1.DeviceClass{}
+		}
 		if note, err = convert(obj, t); err != nil {
 			return "", err
 		}

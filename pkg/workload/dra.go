@@ -2,64 +2,106 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/util/sets"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/dra"
 	"sigs.k8s.io/kueue/pkg/features"
+	utilresource "sigs.k8s.io/kueue/pkg/util/resource"
 	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
 )
 
 // ClaimTemplates finds the ResourceClaimTemplates a workload's pods name, whose
-// devices Kueue charges. The server's informer view and the reviewer's snapshot
-// provide it.
+// devices Kueue charges, and the DeviceClasses that back extended resources
+// (spec.extendedResourceName), which Kueue charges as DRA devices. The
+// server's informer view and the reviewer's snapshot provide them.
 type ClaimTemplates interface {
 	ResourceClaimTemplate(namespace, name string) (*resourcev1.ResourceClaimTemplate, bool)
+	DeviceClasses() []resourcev1.DeviceClass
 }
 
-// errNoSlices is what Kueue's DRA code meets when it would list the cluster's
-// ResourceSlices: for a claim whose devices are chosen by CEL selectors, which
-// Kueue checks against the devices there are. kueue-guard does not read them
-// (one per node and driver, large), so such a claim is not counted here.
-var errNoSlices = errors.New("kueue-guard does not read ResourceSlices, which Kueue checks a claim's CEL selectors against")
+// claimed is what Kueue 0.19's workload controller charges a workload's pods
+// for their DRA devices, per pod set and per pod: the devices of their
+// ResourceClaimTemplates and the extended resources a DeviceClass backs,
+// under the names Kueue's deviceClassMappings give them; replaced are the
+// extended resources they stand in for. uncounted says why Kueue would not
+// count the devices (they are then in no total).
+type claimed struct {
+	requests  map[kueue.PodSetReference]corev1.ResourceList
+	replaced  map[kueue.PodSetReference]sets.Set[corev1.ResourceName]
+	uncounted string
+}
 
-// claimRequests is what Kueue 0.19's workload controller adds to each pod set's
-// per-pod requests for the devices its ResourceClaimTemplates claim
-// (dra.GetResourceRequestsForResourceClaimTemplates, run here on the same pod
-// sets), or why Kueue would not count them: then uncounted says so and the
-// devices are in no total. Named ResourceClaims Kueue never admits; the shipped
-// policy dra-claims-counted refuses them, so they are not reported twice here.
-func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet, o *Options) (
-	requests map[kueue.PodSetReference]corev1.ResourceList, uncounted string) {
+// claimRequests runs Kueue's own DRA accounting (dra.GetResourceRequestsFor-
+// ResourceClaimTemplates, dra.ResolveExtendedResourceQuota) on the pod sets,
+// as its workload controller does before it queues the workload. Named
+// ResourceClaims Kueue never admits; the shipped policy dra-claims-counted
+// refuses them, so they are not reported twice here.
+func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet, o *Options) (c claimed) {
+	// Kueue's code dereferences what it expects the API server to have set.
+	defer func() {
+		if r := recover(); r != nil {
+			c = claimed{uncounted: fmt.Sprintf("internal error counting its DRA devices: %v", r)}
+		}
+	}()
 	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}, Spec: kueue.WorkloadSpec{PodSets: podSets}}
-	if !kueueworkload.HasResourceClaimTemplates(wl) || kueueworkload.HasResourceClaim(wl) {
-		return nil, ""
+	templates := kueueworkload.HasResourceClaimTemplates(wl)
+	if kueueworkload.HasResourceClaim(wl) {
+		return claimed{}
 	}
 	if !features.Enabled(features.KueueDRAIntegration) {
-		return nil, "Kueue's KueueDRAIntegration feature gate is off: Kueue charges no device a pod claims"
+		if templates {
+			return claimed{uncounted: "Kueue's KueueDRAIntegration feature gate is off: Kueue charges no device a pod claims"}
+		}
+		return claimed{}
 	}
 	if o.Claims == nil {
-		return nil, "the ResourceClaimTemplates it names cannot be read here"
+		if templates {
+			return claimed{uncounted: "the ResourceClaimTemplates it names cannot be read here"}
+		}
+		return claimed{}
 	}
 	mapper := dra.NewResourceMapper()
 	if err := mapper.PopulateFromConfiguration(o.Kueue.DeviceClassMappings); err != nil {
-		return nil, fmt.Sprintf("Kueue's deviceClassMappings cannot be read: %v", err)
+		return claimed{uncounted: fmt.Sprintf("Kueue's deviceClassMappings cannot be read: %v", err)}
 	}
-	cl := claimsClient{templates: o.Claims}
-	requests, errs := dra.GetResourceRequestsForResourceClaimTemplates(ctx, cl, dra.NewResourceSliceCache(cl), mapper, wl)
-	if len(errs) > 0 {
-		return nil, errs.ToAggregate().Error()
+	cl := claimsClient{dra: o.Claims}
+	var out claimed
+	if templates {
+		requests, errs := dra.GetResourceRequestsForResourceClaimTemplates(ctx, cl, dra.NewResourceSliceCache(cl), mapper, wl)
+		if len(errs) > 0 {
+			return claimed{uncounted: errs.ToAggregate().Error()}
+		}
+		if class := sourcedClass(namespace, podSets, o); class != "" {
+			return claimed{uncounted: fmt.Sprintf("Kueue charges DeviceClass %s by the counters or capacity its "+
+				"deviceClassMappings sources name, read from the cluster's ResourceSlices, which kueue-guard does not read", class)}
+		}
+		out.requests = requests
 	}
-	if class := sourcedClass(namespace, podSets, o); class != "" {
-		return nil, fmt.Sprintf("Kueue charges DeviceClass %s by the counters or capacity its deviceClassMappings sources "+
-			"name, read from the cluster's ResourceSlices, which kueue-guard does not read", class)
+	if features.Enabled(features.KueueDRAIntegrationExtendedResource) {
+		extended, replaced, errs := dra.ResolveExtendedResourceQuota(ctx, cl, mapper, wl)
+		if len(errs) > 0 {
+			return claimed{uncounted: errs.ToAggregate().Error()}
+		}
+		out.requests, out.replaced = mergeSum(out.requests, extended), replaced
 	}
-	return requests, ""
+	return out
+}
+
+// mergeSum adds src's per pod set requests to dst's, as Kueue's workload
+// controller merges the two DRA paths (its mergeDRAResources, unexported).
+func mergeSum(dst, src map[kueue.PodSetReference]corev1.ResourceList) map[kueue.PodSetReference]corev1.ResourceList {
+	for name, res := range src {
+		if dst == nil {
+			dst = map[kueue.PodSetReference]corev1.ResourceList{}
+		}
+		dst[name] = utilresource.MergeResourceListKeepSum(dst[name], res)
+	}
+	return dst
 }
 
 // sourcedClass is a device class the pods' templates claim whose mapping has
@@ -98,30 +140,4 @@ func sourcedClass(namespace string, podSets []kueue.PodSet, o *Options) corev1.R
 		}
 	}
 	return ""
-}
-
-// claimsClient is the client.Client Kueue's DRA code reads through: it gets
-// ResourceClaimTemplates from ClaimTemplates and reads nothing else. The
-// embedded nil Client is never called (that code only gets and lists); a call
-// would panic, and computePodSets' caller contains it as an internal error.
-type claimsClient struct {
-	client.Client
-	templates ClaimTemplates
-}
-
-func (c claimsClient) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	into, ok := obj.(*resourcev1.ResourceClaimTemplate)
-	if !ok {
-		return fmt.Errorf("kueue-guard does not read %T", obj)
-	}
-	t, found := c.templates.ResourceClaimTemplate(key.Namespace, key.Name)
-	if !found {
-		return fmt.Errorf("ResourceClaimTemplate %s not found: create it before the workload that names it", key)
-	}
-	t.DeepCopyInto(into)
-	return nil
-}
-
-func (c claimsClient) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errNoSlices
 }

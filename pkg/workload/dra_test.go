@@ -17,12 +17,18 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// claimTemplates holds ResourceClaimTemplates by namespace and name.
+// claimTemplates holds ResourceClaimTemplates by namespace and name, and one
+// DeviceClass, gpu.nvidia.com, backing the extended resource example.com/gpu.
 type claimTemplates map[[2]string]*resourcev1.ResourceClaimTemplate
 
 func (c claimTemplates) ResourceClaimTemplate(namespace, name string) (*resourcev1.ResourceClaimTemplate, bool) {
 	t, ok := c[[2]string{namespace, name}]
 	return t, ok
+}
+
+func (c claimTemplates) DeviceClasses() []resourcev1.DeviceClass {
+	return []resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"},
+		Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: new("example.com/gpu")}}}
 }
 
 // claimTemplate claims count devices of class, with CEL selectors when cel is set.
@@ -98,6 +104,16 @@ var _ = Describe("devices claimed through DRA, counted with Kueue's code", func(
 					{Counter: &configapi.DeviceClassCounterSource{Name: "memory", Driver: "gpu.nvidia.com"}}}}}}}, true,
 			"by the counters or capacity"),
 	)
+
+	It("charges an extended resource a DeviceClass backs under its class's mapped name, as Kueue does", func() {
+		sum := summarize(job(2, 0, tmpl(podSpec(ctr("main", rl{"cpu": "1", "example.com/gpu": "3"}, nil)))), mapped)
+		Expect(sum.ClaimsUncounted).To(BeEmpty())
+		Expect(sum.TotalRequests.Name("nvidia.com/gpu", "").String()).To(Equal("6"))
+		Expect(sum.TotalRequests).NotTo(HaveKey(BeEquivalentTo("example.com/gpu")), "replaced by the DRA name")
+
+		plain := summarize(job(2, 0, tmpl(podSpec(ctr("main", rl{"cpu": "1", "other.com/fpga": "3"}, nil)))), mapped)
+		Expect(plain.TotalRequests.Name("other.com/fpga", "").String()).To(Equal("6"), "not backed by a DeviceClass: itself")
+	})
 
 	It("leaves a claim by name to the policy that refuses it by field", func() {
 		sum := summarize(claimingJob(2, "", "shared"), mapped)

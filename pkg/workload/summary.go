@@ -182,8 +182,8 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if o.Resources != nil {
 		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, o.Resources)
 	}
-	claimed, uncounted := claimRequests(ctx, obj.GetNamespace(), kueuePodSets, o)
-	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue, claimed)
+	claims := claimRequests(ctx, obj.GetNamespace(), kueuePodSets, o)
+	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue, claims)
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
 	}
@@ -201,7 +201,7 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 		TotalRequests:   total,
 		PodSpecPaths:    PodSpecPaths(obj),
 		JobSpecPaths:    JobSpecPaths(obj),
-		ClaimsUncounted: uncounted,
+		ClaimsUncounted: claims.uncounted,
 	}
 	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil
@@ -220,11 +220,9 @@ func computePodSets(ctx context.Context, obj *unstructured.Unstructured, build p
 }
 
 // summarizePodSets turns Kueue pod sets into per-pod and total requests the way
-// Kueue's workload.Info does, claimed (per pod, by pod set) the devices of
-// their ResourceClaimTemplates. The templates belong to the adapters' copies
+// Kueue's workload.Info does, with the DRA devices Kueue charges them. The templates belong to the adapters' copies
 // of a privately decoded object, so they are modified in place.
-func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources, claimed map[kueue.PodSetReference]corev1.ResourceList) (
-	[]PodSet, corev1.ResourceList, error) {
+func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources, claims claimed) ([]PodSet, corev1.ResourceList, error) {
 	// One pod of each set, through Kueue's own workload.Info arithmetic (init
 	// containers by their maximum, sidecars and overhead added, excluded
 	// resources dropped, transformations applied), then scaled here with
@@ -240,7 +238,7 @@ func summarizePodSets(in []kueue.PodSet, cfg configapi.Resources, claimed map[ku
 		kueueworkload.UseLimitsAsMissingRequestsInPod(&one.Spec.PodSets[i].Template.Spec)
 	}
 	info := kueueworkload.NewInfo(one, kueueworkload.WithExcludedResourcePrefixes(cfg.ExcludeResourcePrefixes),
-		kueueworkload.WithResourceTransformations(cfg.Transformations), kueueworkload.WithPreprocessedDRAResources(claimed, nil))
+		kueueworkload.WithResourceTransformations(cfg.Transformations), kueueworkload.WithPreprocessedDRAResources(claims.requests, claims.replaced))
 	out := make([]PodSet, 0, len(in))
 	total := resources.MapRequests{}
 	for i := range in {

@@ -110,6 +110,30 @@ var _ = Describe("capacity asked for another way", func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
+	It("an extended resource a DeviceClass backs counts as Kueue charges it: 8 refused under a cap of 4, 2 admitted as 2 nvidia.com/gpu", func() {
+		// An admin's DeviceClass serves example.com/gpu through DRA; Kueue
+		// charges it under the class's mapped name, which the cap counts.
+		dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass},
+			Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: new("example.com/gpu")}}
+		Expect(admin.Create(ctx, dc)).To(Succeed())
+		DeferCleanup(func() { Expect(admin.Delete(ctx, dc)).To(Succeed()) })
+		asking := func(n string) *batchv1.Job {
+			j := job(1, 0)
+			res := j.Spec.Template.Spec.Containers[0].Resources
+			res.Requests["example.com/gpu"], res.Limits["example.com/gpu"] = resource.MustParse(n), resource.MustParse(n)
+			return j
+		}
+		Eventually(func() error { return alice.Create(ctx, asking("8"), client.DryRunAll) }).
+			Should(MatchError(ContainSubstring("requests 8 GPUs (nvidia.com/gpu)")))
+		denied(alice.Create(ctx, asking("8")), "kueue_guard.max_gpus_per_workload")
+
+		within := queued(asking("2"), draQueue).(*batchv1.Job)
+		Expect(alice.Create(ctx, within)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(chargedGPUs(g, within)).To(Equal("2"), "charged as nvidia.com/gpu, as the input counted it")
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
 	It("a MIG slice is a GPU to the cap: 5 MIG instances are refused under a cap of 4", func() {
 		mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
 		over := job(1, 0)
