@@ -59,6 +59,10 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 		}
 		return claimed{}
 	}
+	extended := features.Enabled(features.KueueDRAIntegrationExtendedResource) && requestsExtended(podSets)
+	if !templates && !extended {
+		return claimed{}
+	}
 	if o.Claims == nil {
 		if templates {
 			return claimed{uncounted: "the ResourceClaimTemplates it names cannot be read here"}
@@ -82,14 +86,32 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 		}
 		out.requests = requests
 	}
-	if features.Enabled(features.KueueDRAIntegrationExtendedResource) {
-		extended, replaced, errs := dra.ResolveExtendedResourceQuota(ctx, cl, mapper, wl)
+	if extended {
+		byClass, replaced, errs := dra.ResolveExtendedResourceQuota(ctx, cl, mapper, wl)
 		if len(errs) > 0 {
 			return claimed{uncounted: errs.ToAggregate().Error()}
 		}
-		out.requests, out.replaced = mergeSum(out.requests, extended), replaced
+		out.requests, out.replaced = mergeSum(out.requests, byClass), replaced
 	}
 	return out
+}
+
+// requestsExtended reports whether a container asks for an extended resource,
+// which a DeviceClass may back: the rest skip the mapper and the lookups.
+func requestsExtended(podSets []kueue.PodSet) bool {
+	for i := range podSets {
+		spec := &podSets[i].Template.Spec
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for _, c := range cs {
+				for name := range c.Resources.Requests {
+					if utilresource.IsExtendedResourceName(name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // mergeSum adds src's per pod set requests to dst's, as Kueue's workload
