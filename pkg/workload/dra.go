@@ -73,7 +73,7 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 	if err := mapper.PopulateFromConfiguration(o.Kueue.DeviceClassMappings); err != nil {
 		return claimed{uncounted: fmt.Sprintf("Kueue's deviceClassMappings cannot be read: %v", err)}
 	}
-	cl := claimsClient{dra: o.Claims}
+	cl := kueueReader{dra: o.Claims}
 	var out claimed
 	if templates {
 		requests, errs := dra.GetResourceRequestsForResourceClaimTemplates(ctx, cl, dra.NewResourceSliceCache(cl), mapper, wl)
