@@ -254,7 +254,7 @@ func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg 
 		if time.Now().After(deadline) {
 			// Stopped before the next server takes the port.
 			cancel()
-			<-s.done
+			_ = <-s.done // its error is the cancellation
 			return nil, errors.New("server not ready after three minutes")
 		}
 	}
