@@ -254,8 +254,7 @@ func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg 
 		if time.Now().After(deadline) {
 			// Stopped before the next server takes the port.
 			cancel()
-			_ = <-s.done // its error is the cancellation
-			return nil, errors.New("server not ready after three minutes")
+			return nil, fmt.Errorf("server not ready after three minutes (then stopped: %v)", <-s.done)
 		}
 	}
 }
