@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
@@ -174,9 +175,16 @@ var _ = Describe("quota policies as code", Ordered, func() {
 	// Kueue's webhook does not see /scale, and a PyTorchJob's CRD scales its
 	// Worker replicas, which Kueue charges.
 	It("judges kubectl scale of a queued PyTorchJob's workers as the update it is: past the cap, refused", func() {
-		// An upstream install, where Kueue may manage PyTorchJobs.
+		// An upstream install whose Kueue manages PyTorchJobs, in a namespace
+		// of its own (other specs write Kueue's Configuration in kueue-system).
+		const kueueNS = "kueue-with-pytorch"
+		ensureNamespace(kueueNS)
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: kueueNS, Name: cluster.KueueDefaultConfigMapName},
+			Data:       map[string]string{cluster.KueueConfigKey: "integrations:\n  frameworks: [batch/job, kubeflow.org/pytorchjob]\n"}}))).To(Succeed())
 		cfg := suiteConfig()
 		cfg.InstallProfile = config.ProfileOSS
+		cfg.KueueNamespace = kueueNS
 		startServer(cfg)
 		DeferCleanup(func() { startServer(suiteConfig()) })
 		capped := namespace(map[string]string{"kueue-guard.io/max-gpus": "8"}, nil)
