@@ -314,6 +314,23 @@ var _ = Describe("a namespace user with edit rights", func() {
 			// judged although the StatefulSet itself has none.
 			Entry("queued only by its pod template", true),
 		)
+
+		// The cache keeps a queued workload whole only up to 256 KiB; a tenant
+		// who makes one larger cannot have its scale judged on a stripped copy.
+		It("refuses kubectl scale of a queued StatefulSet too large to keep whole, with the fix", func() {
+			sts := statefulSet(false)
+			sts.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PAD", Value: strings.Repeat("x", 300<<10)}}
+			Expect(alice.Create(ctx, sts)).To(Succeed())
+			Eventually(func(g Gomega) {
+				scale := &autoscalingScale{}
+				g.Expect(alice.SubResource("scale").Get(ctx, sts, scale.obj())).To(Succeed())
+				scale.setReplicas(5)
+				err := alice.SubResource("scale").Update(ctx, sts, client.WithSubResourceBody(scale.obj()))
+				g.Expect(err).To(MatchError(ContainSubstring("change spec.replicas with an update of the object instead")))
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+			get(sts)
+			Expect(*sts.Spec.Replicas).To(BeEquivalentTo(2))
+		})
 	})
 
 	Describe("cannot put a second queue where Kueue reads labels", func() {
