@@ -141,26 +141,13 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 			return nil, err
 		}
 	}
-	for i := range lqs.Items {
-		if err := s.Snapshot.Add(&lqs.Items[i]); err != nil {
-			return nil, err
-		}
-	}
-	for i := range cqs.Items {
-		if err := s.Snapshot.Add(&cqs.Items[i]); err != nil {
+	for _, l := range []client.ObjectList{&lqs, &cqs, &rfs, &cohorts} {
+		if err := s.addListed(l); err != nil {
 			return nil, err
 		}
 	}
 	for i := range rfs.Items {
 		s.flavors[rfs.Items[i].Name] = &rfs.Items[i]
-		if err := s.Snapshot.Add(&rfs.Items[i]); err != nil {
-			return nil, err
-		}
-	}
-	for i := range cohorts.Items {
-		if err := s.Snapshot.Add(&cohorts.Items[i]); err != nil {
-			return nil, err
-		}
 	}
 	for i := range pcs.Items {
 		s.priorityClasses[pcs.Items[i].Name] = &pcs.Items[i]
