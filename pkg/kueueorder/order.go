@@ -35,11 +35,31 @@ var kueuePaths = func() map[string]bool {
 	return m
 }()
 
-// Registered reports whether some configuration registers one of Kueue's
+// kueueAPIPathPrefix starts the paths of Kueue's webhooks for its own API
+// (ClusterQueue, ResourceFlavor, Workload), whatever its version.
+const kueueAPIPathPrefix = "/mutate-kueue-x-k8s-io-"
+
+// isKueues reports whether a configuration is Kueue's: it serves a webhook of
+// Kueue's own API. A workload path alone does not tell, since the frameworks'
+// operators serve the same controller-runtime paths (the JobSet operator's
+// configuration has /mutate-jobset-x-k8s-io-v1alpha2-jobset and /mutate--v1-pod).
+func isKueues(c admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	for _, w := range c.Webhooks {
+		if strings.HasPrefix(WebhookPath(w.ClientConfig), kueueAPIPathPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// Registered reports whether Kueue's configuration registers one of its
 // workload mutating webhooks: while none does, nothing suspends a new queued
 // workload but kueue-guard.
 func Registered(configs []admissionregistrationv1.MutatingWebhookConfiguration) bool {
 	for _, c := range configs {
+		if !isKueues(c) {
+			continue
+		}
 		for _, w := range c.Webhooks {
 			if kueuePaths[WebhookPath(w.ClientConfig)] {
 				return true
@@ -70,7 +90,7 @@ func Check(ours string, configs []admissionregistrationv1.MutatingWebhookConfigu
 	}
 	var out []Problem
 	for _, c := range configs {
-		if c.Name == ours || c.Name > ours {
+		if c.Name == ours || c.Name > ours || !isKueues(c) {
 			continue
 		}
 		var hooks []string

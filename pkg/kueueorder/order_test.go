@@ -32,12 +32,17 @@ func config(name string, reinvocation *admissionregistrationv1.ReinvocationPolic
 	return c
 }
 
+// kueueConfig is Kueue's configuration: the workload paths and one of its own API's.
+func kueueConfig(name string, reinvocation *admissionregistrationv1.ReinvocationPolicyType, paths ...string) admissionregistrationv1.MutatingWebhookConfiguration {
+	return config(name, reinvocation, append(paths, "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue")...)
+}
+
 var _ = Describe("the mutating webhook order", func() {
 	const ours = "kueue-guard-mutating"
 
 	It("is fine when Kueue's configuration sorts after ours, as with Kueue's default name", func() {
 		Expect(kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{
-			config("kueue-mutating-webhook-configuration", nil, "/mutate-batch-v1-job"), config(ours, nil)})).To(BeEmpty())
+			kueueConfig("kueue-mutating-webhook-configuration", nil, "/mutate-batch-v1-job"), config(ours, nil)})).To(BeEmpty())
 	})
 
 	It("finds Kueue's webhooks by path under any release name that sorts before ours", func() {
@@ -52,13 +57,25 @@ var _ = Describe("the mutating webhook order", func() {
 
 	It("accepts Kueue's webhooks re-invoked after ours (reinvocationPolicy IfNeeded)", func() {
 		Expect(kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{
-			config("batch-kueue-mutating-webhook-configuration", ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			kueueConfig("batch-kueue-mutating-webhook-configuration", ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
 				"/mutate-batch-v1-job")})).To(BeEmpty())
 	})
 
 	It("checks nothing when our configuration's name is not known", func() {
 		Expect(kueueorder.Check("", []admissionregistrationv1.MutatingWebhookConfiguration{
-			config("a-kueue", nil, "/mutate-batch-v1-job")})).To(BeEmpty())
+			kueueConfig("a-kueue", nil, "/mutate-batch-v1-job")})).To(BeEmpty())
+	})
+
+	It("tells Kueue's configuration from an operator's serving the same controller-runtime paths", func() {
+		// The JobSet operator defaults JobSets and pods at the paths Kueue uses.
+		jobset := config("jobset-mutating-webhook-configuration", nil, "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "/mutate--v1-pod")
+		Expect(kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{jobset})).To(BeEmpty())
+		Expect(kueueorder.Registered([]admissionregistrationv1.MutatingWebhookConfiguration{jobset})).To(BeFalse(), "Kueue uninstalled, JobSet still there")
+		kueue := kueueConfig("kueue-mutating-webhook-configuration", nil, "/mutate-jobset-x-k8s-io-v1alpha2-jobset")
+		Expect(kueueorder.Registered([]admissionregistrationv1.MutatingWebhookConfiguration{jobset, kueue})).To(BeTrue())
+		Expect(kueueorder.Registered([]admissionregistrationv1.MutatingWebhookConfiguration{
+			config("kueue-mutating-webhook-configuration", nil, "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue")})).To(BeFalse(),
+			"Kueue's own API alone: no workload webhook holds anything")
 	})
 
 	It("knows every workload path Kueue's own webhook manifest serves", func() {
@@ -81,7 +98,7 @@ var _ = Describe("the mutating webhook order", func() {
 		}
 		Expect(kueuePaths).To(HaveLen(18), "Kueue v0.17's workload webhooks")
 		for _, p := range kueuePaths {
-			got := kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{config("a-kueue", nil, p)})
+			got := kueueorder.Check(ours, []admissionregistrationv1.MutatingWebhookConfiguration{kueueConfig("a-kueue", nil, p)})
 			Expect(got).To(HaveLen(1), "path %s is recognised as Kueue's", p)
 		}
 	})

@@ -30,7 +30,7 @@ func clean(target pf.Target) *pf.State {
 	return &pf.State{Host: "https://cluster.example", Version: "v1.36.3",
 		Mutating: []admissionregistrationv1.MutatingWebhookConfiguration{
 			mutating("kueue-guard-mutating", webhookconfig.MutateWorkloadsPath, nil),
-			mutating("kueue-mutating-webhook-configuration", "/mutate-batch-v1-job", nil),
+			kueueMutating("kueue-mutating-webhook-configuration", nil),
 		},
 		Guards: []pf.GuardConfig{{Source: "ConfigMap kueue-guard-system/kueue-guard-config", Release: "kueue-guard",
 			Namespace: "kueue-guard-system", Config: cfg}},
@@ -42,6 +42,13 @@ func mutating(name, path string, reinvoke *admissionregistrationv1.ReinvocationP
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "w." + name, ReinvocationPolicy: reinvoke,
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: "ns", Name: "svc", Path: new(path)}}}}}
+}
+
+// kueueMutating is Kueue's configuration: a workload webhook and one of its own API's.
+func kueueMutating(name string, reinvoke *admissionregistrationv1.ReinvocationPolicyType) admissionregistrationv1.MutatingWebhookConfiguration {
+	c := mutating(name, "/mutate-batch-v1-job", reinvoke)
+	c.Webhooks = append(c.Webhooks, mutating(name, "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue", reinvoke).Webhooks...)
+	return c
 }
 
 func check(r *pf.Report, id string) pf.Check {
@@ -207,14 +214,15 @@ var _ = Describe("Judge", func() {
 
 	It("fails when Kueue's mutating webhooks run before kueue-guard's without being re-invoked", func() {
 		s := clean(pf.TargetOSS)
-		s.Mutating = append(s.Mutating, mutating("aks-kueue-mutating-webhook-configuration", "/mutate-batch-v1-job", nil))
+		s.Mutating = append(s.Mutating, kueueMutating("aks-kueue-mutating-webhook-configuration", nil),
+			// The JobSet operator's serves Kueue's JobSet and pod paths too; it is not Kueue's.
+			mutating("jobset-mutating-webhook-configuration", "/mutate--v1-pod", nil))
 		c := check(pf.Judge(pf.TargetOSS, s), pf.CheckWebhookOrder)
 		Expect(c.Status).To(Equal(pf.Fail))
 		Expect(c.Findings[0].Object).To(Equal("MutatingWebhookConfiguration aks-kueue-mutating-webhook-configuration"))
 		Expect(c.Findings[0].Fix).To(ContainSubstring("reinvocationPolicy: IfNeeded"))
 
-		s.Mutating[2] = mutating("aks-kueue-mutating-webhook-configuration", "/mutate-batch-v1-job",
-			ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy))
+		s.Mutating[2] = kueueMutating("aks-kueue-mutating-webhook-configuration", ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy))
 		Expect(check(pf.Judge(pf.TargetOSS, s), pf.CheckWebhookOrder).Status).To(Equal(pf.Pass), "re-invoked after ours")
 	})
 

@@ -60,6 +60,19 @@ var _ = Describe("the mutating webhook order", func() {
 				Rules: []admissionregistrationv1.RuleWithOperations{{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}}}},
+			}, {
+				// Kueue's own API's webhook: what tells Kueue's configuration from an
+				// operator's serving the same workload paths.
+				Name:                    "mclusterqueue.kb.io",
+				AdmissionReviewVersions: []string{"v1"},
+				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+				FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+				ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"never": "matches"}},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+					Namespace: "aks-kueue", Name: "aks-kueue-webhook-service", Path: new("/mutate-kueue-x-k8s-io-v1beta2-clusterqueue")}},
+				Rules: []admissionregistrationv1.RuleWithOperations{{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"kueue.x-k8s.io"}, APIVersions: []string{"v1beta2"}, Resources: []string{"clusterqueues"}}}},
 			}},
 		}
 	}
