@@ -10,8 +10,10 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # The test control plane: kube-apiserver, kube-controller-manager and kubectl from
 # k8s.io/kubernetes at the minor of our k8s.io/api, etcd from go.etcd.io modules
-# (hack/testcp), and Kueue's controller manager from sigs.k8s.io/kueue (hack/kueue,
-# the version in its go.mod, stamped so that the manager reports it).
+# (hack/testcp), Kueue's controller manager from sigs.k8s.io/kueue (hack/kueue,
+# the version in its go.mod, stamped so that the manager reports it), and the JobSet
+# and KubeRay operators (hack/jobset, hack/kuberay) at the versions whose CRDs the
+# tests install.
 KUBE_VERSION  := v1.36.3
 KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36
@@ -24,8 +26,8 @@ OPA_VERSION   := $(shell awk '$$1 == "github.com/open-policy-agent/opa" { print 
 # golangci-lint, with the linters Kueue's own configuration enables (.golangci.yaml).
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT         := $(BIN)/golangci-lint
-TESTCP_BINS  := kube-apiserver etcd kubectl kube-controller-manager kueue-manager
-TESTCP_SRCS  := $(shell find hack/testcp hack/kueue -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
+TESTCP_BINS  := kube-apiserver etcd kubectl kube-controller-manager kueue-manager jobset-manager kuberay-operator
+TESTCP_SRCS  := $(shell find hack/testcp hack/kueue hack/jobset hack/kuberay -name 'go.mod' -o -name 'go.sum' -o -name '*.go' | sort)
 TESTCP_STAMP := $(shell cat $(TESTCP_SRCS) Makefile | sha256sum | cut -c1-16)-$(shell $(GO) env GOVERSION)
 
 GINKGO_FLAGS ?=
@@ -55,7 +57,7 @@ help: ## Show the targets.
 build: ## Build bin/kueue-guard.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kueue-guard ./cmd/webhook
 
-testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-controller-manager, Kueue) into bin/testcp; instant when up to date.
+testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-controller-manager, Kueue, the JobSet and KubeRay operators) into bin/testcp; instant when up to date.
 	@if [ "$$(cat $(TESTCP)/.stamp 2>/dev/null)" = "$(TESTCP_STAMP)" ] && \
 	    (for b in $(TESTCP_BINS); do [ -x $(TESTCP)/$$b ] || exit 1; done); then \
 		echo "test control plane up to date in $(TESTCP)"; \
@@ -71,6 +73,9 @@ testbin: ## Build the test control plane (kube-apiserver, etcd, kubectl, kube-co
 		(cd hack/testcp && $(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(TESTCP)/kube-controller-manager ./cmd/kube-controller-manager); \
 		echo "building Kueue's manager $(KUEUE_VERSION) (a few minutes the first time)"; \
 		(cd hack/kueue && $(GO) build -ldflags "$(KUEUE_LDFLAGS)" -o $(TESTCP)/kueue-manager sigs.k8s.io/kueue/cmd/kueue); \
+		echo "building the JobSet and KubeRay operators"; \
+		(cd hack/jobset && $(GO) build -o $(TESTCP)/jobset-manager sigs.k8s.io/jobset); \
+		(cd hack/kuberay && $(GO) build -o $(TESTCP)/kuberay-operator github.com/ray-project/kuberay/ray-operator); \
 		echo "$(TESTCP_STAMP)" > $(TESTCP)/.stamp; \
 	fi
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -42,29 +43,64 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 		}, 2*time.Minute).Should(Succeed())
 	})
 
-	It("a JobSet's Jobs, made by the JobSet controller, are left to the JobSet Kueue manages", func() {
-		js := fixtures.JobSet(team, name("js")).Queue(heldLQ).Obj()
+	It("a JobSet's Jobs and pods, made by the real JobSet operator once Kueue admits the JobSet, run untouched", func() {
+		// A queue label the tenant writes into the Jobs' template reaches each Job;
+		// Kueue's walk still finds the queued JobSet above it, and so does ours.
+		js := fixtures.JobSet(team, name("js")).Obj()
+		replicated, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		Expect(unstructured.SetNestedField(replicated[0].(map[string]any), queue, "template", "metadata", "labels", integrations.QueueNameLabel)).To(Succeed())
+		Expect(unstructured.SetNestedSlice(js.Object, replicated, "spec", "replicatedJobs")).To(Succeed())
 		Expect(alice.Create(ctx, js)).To(Succeed())
-		jobset := jobSetController(team)
-		// The JobSet controller makes its Jobs once Kueue resumes the JobSet;
-		// here it makes one as it would, with the JobSet as controller.
-		child := job(1, 0)
-		child.Labels = nil
-		child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet",
-			Name: js.GetName(), UID: js.GetUID(), Controller: new(true)}}
-		Expect(jobset.Create(ctx, child)).To(Succeed())
-		// The create's answer is the object as admission left it (Kueue's
-		// reconciler may suspend it later, while the JobSet waits).
-		Expect(child.Labels).NotTo(HaveKey(integrations.QueueNameLabel), "part of the JobSet: not queued on its own")
-		Expect(child.Annotations).NotTo(HaveKey("kueue-guard.io/defaulted-by"))
-		Expect(ptr.Deref(child.Spec.Suspend, false)).To(BeFalse(), "no webhook holds a part of a workload at its creation")
+		Expect(js.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, queue), "defaulted")
+		Expect(js.Object["spec"]).To(HaveKeyWithValue("suspend", true), "stored held")
+		Expect(js.Object["spec"]).To(HaveKey("successPolicy"), "JobSet's own webhook defaulted it")
 
-		// A queue label the tenant wrote into the JobSet's template reaches the
-		// server; Kueue's walk still finds the queued JobSet above it.
-		labelled := jobSetJob(js, 1)
-		createAsController(jobset, labelled)
-		Expect(labelled.Annotations).NotTo(HaveKey("kueue-guard.io/defaulted-by"))
-		Expect(ptr.Deref(labelled.Spec.Suspend, false)).To(BeFalse(), "part of the JobSet: Kueue does not hold it either")
+		inJobSet := client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": js.GetName()}
+		Eventually(func(g Gomega) {
+			jobs := &batchv1.JobList{}
+			g.Expect(admin.List(ctx, jobs, client.InNamespace(team), inJobSet)).To(Succeed())
+			g.Expect(jobs.Items).To(HaveLen(2), "the operator made a Job per replica")
+			for _, j := range jobs.Items {
+				g.Expect(metav1.GetControllerOf(&j).UID).To(Equal(js.GetUID()))
+				g.Expect(j.Annotations).NotTo(HaveKey("kueue-guard.io/defaulted-by"))
+				g.Expect(ptr.Deref(j.Spec.Suspend, true)).To(BeFalse(), "Kueue admitted the JobSet: its Jobs run")
+			}
+			pods := &corev1.PodList{}
+			g.Expect(admin.List(ctx, pods, client.InNamespace(team), inJobSet)).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2), "kube-controller-manager made each Job's pod")
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "%s is part of the admitted JobSet, not a workload of its own", p.Name)
+				g.Expect(p.Labels).NotTo(HaveKey("kueue.x-k8s.io/managed"))
+			}
+		}, 2*time.Minute).Should(Succeed())
+	})
+
+	It("a RayJob with its own cluster: Kueue admits it, and the real KubeRay operator's RayCluster and pods are left to it", func() {
+		rj := fixtures.RayJob(team, name("ray")).Obj()
+		Expect(alice.Create(ctx, rj)).To(Succeed())
+		Expect(rj.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, queue), "defaulted")
+		Expect(rj.Object["spec"]).To(HaveKeyWithValue("suspend", true), "stored held")
+
+		Eventually(func(g Gomega) {
+			clusters := &unstructured.UnstructuredList{}
+			clusters.SetAPIVersion("ray.io/v1")
+			clusters.SetKind("RayClusterList")
+			g.Expect(admin.List(ctx, clusters, client.InNamespace(team))).To(Succeed())
+			var cluster *unstructured.Unstructured
+			for i, c := range clusters.Items {
+				if owner := metav1.GetControllerOf(&c); owner != nil && owner.UID == rj.GetUID() {
+					cluster = &clusters.Items[i]
+				}
+			}
+			g.Expect(cluster).NotTo(BeNil(), "KubeRay made the RayJob's cluster once Kueue resumed it")
+			pods := &corev1.PodList{}
+			g.Expect(admin.List(ctx, pods, client.InNamespace(team), client.MatchingLabels{"ray.io/cluster": cluster.GetName()})).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(2), "its head and its worker")
+			for _, p := range pods.Items {
+				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "%s is part of the admitted RayJob", p.Name)
+				g.Expect(p.Labels).NotTo(HaveKey(integrations.QueueNameLabel))
+			}
+		}, 2*time.Minute).Should(Succeed())
 	})
 
 	It("a Job the JobSet controller makes with a queue label under a JobSet Kueue does not manage is judged on its own", func() {

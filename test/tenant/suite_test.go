@@ -9,6 +9,7 @@ package tenant
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -96,9 +97,18 @@ var _ = BeforeSuite(func() {
 	srv, err = env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
 	// Kueue charges GPUs claimed through DRA's gpu.nvidia.com class as nvidia.com/gpu.
-	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Resources: &kueueconfig.Resources{
-		DeviceClassMappings: []kueueconfig.DeviceClassMapping{{Name: gpu, DeviceClassNames: []corev1.ResourceName{gpuClass}}}}})
+	// Kueue manages RayJobs and RayClusters too: KubeRay runs here.
+	kq, err = env.StartKueue(ctx, testenv.KueueOptions{
+		Frameworks: append(slices.Clone(testenv.DefaultKueueFrameworks), "ray.io/rayjob", "ray.io/raycluster"),
+		Resources: &kueueconfig.Resources{
+			DeviceClassMappings: []kueueconfig.DeviceClassMapping{{Name: gpu, DeviceClassNames: []corev1.ResourceName{gpuClass}}}}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
+	// The frameworks' own operators, under the identities kueue-guard trusts by default.
+	for _, start := range []func(context.Context) (*testenv.Operator, error){env.StartJobSet, env.StartKubeRay} {
+		op, err := start(ctx)
+		Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
+		Expect(cfg.Trust.Controllers).To(ContainElement(op.Username))
+	}
 	Expect(kq.Username).To(Equal(config.KueueServiceAccount(config.DefaultKueueNamespace)),
 		"Kueue acts under the identity kueue-guard trusts by default")
 
@@ -134,9 +144,9 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// tenantNamespace creates a namespace in which alice has the built-in edit role
-// (plus jobsets, which JobSet's own chart aggregates into edit; envtest has no
-// such ClusterRole).
+// tenantNamespace creates a namespace in which alice has the built-in edit role,
+// plus JobSets and RayJobs (which the frameworks' installs grant editors; this
+// control plane has no such aggregated ClusterRoles).
 func tenantNamespace(name string, labels, annotations map[string]string) {
 	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: labels, Annotations: annotations}})).To(Succeed())
@@ -146,10 +156,11 @@ func tenantNamespace(name string, labels, annotations map[string]string) {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenant}}})).To(Succeed())
 	}
 	bind("alice-edit", "ClusterRole", "edit")
-	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "jobsets-edit"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}})).To(Succeed())
-	bind("alice-jobsets", "Role", "jobsets-edit")
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	Expect(admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "frameworks-edit"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"jobset.x-k8s.io"}, Resources: []string{"jobsets"}, Verbs: verbs},
+			{APIGroups: []string{"ray.io"}, Resources: []string{"rayjobs"}, Verbs: verbs}}})).To(Succeed())
+	bind("alice-frameworks", "Role", "frameworks-edit")
 }
 
 // setUpQueues creates the tenant's namespaces and the queues: lq admits, held

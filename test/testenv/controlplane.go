@@ -504,9 +504,23 @@ func (e *Env) installKueueObjects(ctx context.Context, objs []*unstructured.Unst
 }
 
 // kueueWebhooks takes Kueue's webhook configurations from the rendered chart and
-// points every webhook at base+path with the CA, keeping names, rules, failure
-// policies and selectors as Kueue ships them.
+// points every webhook at base+path with the CA (pointWebhooks).
 func kueueWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
+	*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	mut, val, err := pointWebhooks(objs, base, ca)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mut == nil || val == nil || mut.Name != KueueMutatingWebhookConfiguration || val.Name != KueueValidatingWebhookConfiguration {
+		return nil, nil, errors.New("the Kueue chart did not render kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration")
+	}
+	return mut, val, nil
+}
+
+// pointWebhooks takes the webhook configurations from rendered objects and points
+// every webhook at base+path with the CA, keeping names, rules, failure policies
+// and selectors as the project ships them; either is nil when none was rendered.
+func pointWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
 	*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	var mut *admissionregistrationv1.MutatingWebhookConfiguration
 	var val *admissionregistrationv1.ValidatingWebhookConfiguration
@@ -531,6 +545,8 @@ func kueueWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
 					return nil, nil, err
 				}
 			}
+			// Cluster-scoped: a chart may set a namespace the API server would ignore.
+			mut.Namespace = ""
 		case "ValidatingWebhookConfiguration":
 			val = &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, val); err != nil {
@@ -541,13 +557,9 @@ func kueueWebhooks(objs []*unstructured.Unstructured, base string, ca []byte) (
 					return nil, nil, err
 				}
 			}
+			val.Namespace = ""
 		}
 	}
-	if mut == nil || val == nil || mut.Name != KueueMutatingWebhookConfiguration || val.Name != KueueValidatingWebhookConfiguration {
-		return nil, nil, errors.New("the Kueue chart did not render kueue-mutating-webhook-configuration and kueue-validating-webhook-configuration")
-	}
-	// Cluster-scoped: the chart sets a namespace the API server would ignore.
-	mut.Namespace, val.Namespace = "", ""
 	return mut, val, nil
 }
 
@@ -593,32 +605,43 @@ func (e *Env) applyObjects(ctx context.Context, objs ...client.Object) error {
 }
 
 // KueueVersion is the Kueue version hack/kueue builds the manager from.
-func KueueVersion() (string, error) {
-	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", "kueue", "go.mod"))
+func KueueVersion() (string, error) { return builtVersion("kueue", "sigs.k8s.io/kueue") }
+
+// builtVersion is the version of module that hack/<dir> builds a binary from.
+func builtVersion(dir, module string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "hack", dir, "go.mod"))
 	if err != nil {
 		return "", err
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "sigs.k8s.io/kueue" {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "require" {
+			f = f[1:] // a one-line require
+		}
+		if len(f) >= 2 && f[0] == module {
 			return f[1], nil
 		}
 	}
-	return "", errors.New("hack/kueue/go.mod does not require sigs.k8s.io/kueue")
+	return "", fmt.Errorf("hack/%s/go.mod does not require %s", dir, module)
 }
 
 // checkKueueVersion makes sure that hack/kueue (which builds the manager) and our
 // go.mod (whose Kueue CRDs Start installs) require the same Kueue.
-func checkKueueVersion() error {
-	built, err := KueueVersion()
+func checkKueueVersion() error { return checkBuiltVersion("kueue", "sigs.k8s.io/kueue") }
+
+// checkBuiltVersion makes sure that hack/<dir> builds the version of module whose
+// CRDs Start installs (the one our go.mod requires).
+func checkBuiltVersion(dir, module string) error {
+	built, err := builtVersion(dir, module)
 	if err != nil {
 		return err
 	}
-	dirs, err := moduleDirs([]string{"sigs.k8s.io/kueue"})
+	src, err := ModuleDir(module)
 	if err != nil {
 		return err
 	}
-	if built == "" || !strings.HasSuffix(dirs["sigs.k8s.io/kueue"], "@"+built) {
-		return fmt.Errorf("hack/kueue/go.mod builds Kueue %q but the CRDs come from %s: require the same version in both", built, dirs["sigs.k8s.io/kueue"])
+	if built == "" || !strings.HasSuffix(src, "@"+built) {
+		return fmt.Errorf("hack/%s/go.mod builds %s %q but the CRDs come from %s: require the same version in both", dir, module, built, src)
 	}
 	return nil
 }

@@ -20,13 +20,19 @@ import (
 // with a release name, and returns every object it renders. Tests use it to
 // apply Kueue's controller exactly as a user's `helm install` would.
 func RenderKueueChart(release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	dirs, err := moduleDirs([]string{"sigs.k8s.io/kueue"})
+	return renderModuleChart("sigs.k8s.io/kueue", "charts/kueue", release, namespace, values)
+}
+
+// renderModuleChart renders the Helm chart at chartDir of a module (at the version
+// our go.mod requires) and returns every object it renders.
+func renderModuleChart(module, chartDir, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	dir, err := ModuleDir(module)
 	if err != nil {
 		return nil, err
 	}
-	chrt, err := loader.Load(filepath.Join(dirs["sigs.k8s.io/kueue"], "charts", "kueue"))
+	chrt, err := loader.Load(filepath.Join(dir, chartDir))
 	if err != nil {
-		return nil, fmt.Errorf("loading Kueue's chart: %w", err)
+		return nil, fmt.Errorf("loading %s's chart: %w", module, err)
 	}
 	vals, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{
 		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
@@ -36,28 +42,38 @@ func RenderKueueChart(release, namespace string, values map[string]any) ([]*unst
 	}
 	files, err := engine.Render(chrt, vals)
 	if err != nil {
-		return nil, fmt.Errorf("rendering Kueue's chart: %w", err)
+		return nil, fmt.Errorf("rendering %s's chart: %w", module, err)
 	}
 	var out []*unstructured.Unstructured
 	for name, content := range files {
 		if !strings.HasSuffix(name, ".yaml") || strings.Contains(name, "/tests/") {
 			continue
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(content)), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); err != nil {
-				if err == io.EOF {
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			if len(obj.Object) > 0 {
-				out = append(out, obj)
-			}
+		objs, err := decodeObjects([]byte(content))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// decodeObjects reads every object of a multi-document YAML (or JSON) stream.
+func decodeObjects(content []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(content), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if err == io.EOF {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
 }
 
 // KueueControllerDeployment is the controller manager Deployment of Kueue's chart.
