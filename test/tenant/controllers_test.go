@@ -75,7 +75,7 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 		}, 2*time.Minute).Should(Succeed())
 	})
 
-	It("a RayJob with its own cluster: Kueue admits it, and the real KubeRay operator's RayCluster and pods are left to it", func() {
+	It("a RayJob with its own cluster: Kueue admits it, and the real KubeRay operator's RayCluster, pods and submitter Job are left to it", func() {
 		rj := fixtures.RayJob(team, name("ray")).Obj()
 		Expect(alice.Create(ctx, rj)).To(Succeed())
 		Expect(rj.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, queue), "defaulted")
@@ -100,6 +100,29 @@ var _ = Describe("the controllers' parts of a queued workload, with every hold i
 				g.Expect(p.Spec.SchedulingGates).To(BeEmpty(), "%s is part of the admitted RayJob", p.Name)
 				g.Expect(p.Labels).NotTo(HaveKey(integrations.QueueNameLabel))
 			}
+			// No kubelet runs here: the pods are reported running and ready as
+			// one would, so that KubeRay goes on to submit the job.
+			for _, p := range pods.Items {
+				if p.Status.Phase != corev1.PodRunning {
+					p.Status.Phase = corev1.PodRunning
+					p.Status.PodIP = "10.0.0.1"
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Ready: true,
+						State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+					g.Expect(admin.Status().Update(ctx, &p)).To(Succeed())
+				}
+			}
+			jobs := &batchv1.JobList{}
+			g.Expect(admin.List(ctx, jobs, client.InNamespace(team))).To(Succeed())
+			var submitter *batchv1.Job
+			for i, j := range jobs.Items {
+				if owner := metav1.GetControllerOf(&j); owner != nil && owner.UID == rj.GetUID() {
+					submitter = &jobs.Items[i]
+				}
+			}
+			g.Expect(submitter).NotTo(BeNil(), "KubeRay submitted the job once its cluster was ready")
+			g.Expect(ptr.Deref(submitter.Spec.Suspend, false)).To(BeFalse(), "part of the admitted RayJob: nothing holds it")
+			g.Expect(submitter.Labels).NotTo(HaveKey(integrations.QueueNameLabel))
 		}, 2*time.Minute).Should(Succeed())
 	})
 
