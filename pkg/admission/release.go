@@ -15,13 +15,14 @@ const releaseGuardName = "release-guard"
 // The rules that keep releasing a queued workload Kueue's.
 var (
 	RuleOnlyKueueReleases = Register(Rule{
-		ID:    RuleNamespace + ".only_kueue_releases",
+		ID:    onlyKueueReleasesID,
 		Title: "Only Kueue releases a queued workload",
 		Doc: "Resuming a workload Kueue holds (spec.suspend true to false, or Kueue's scheduling gate removed from a " +
 			"Pod) is Kueue's, once it admits it, and the trusted controllers'; a tenant's update that does it is denied " +
 			"(UPDATE; while Kueue is away, kueue_absent says the same).",
 		Enforcement: EnforcementDeny,
 		Check:       releaseGuardName,
+		CEL:         onlyKueueReleasesCEL(),
 	})
 	RuleKueueMarker = Register(Rule{
 		ID:    RuleNamespace + ".kueue_marker",

@@ -52,6 +52,10 @@ type CELTwin struct {
 	// ValuesKey is the chart value (a map with `enabled`) that switches the
 	// policy on; empty installs it always.
 	ValuesKey string
+	// AlsoUnder are the rules the webhook denies some of the same requests
+	// under, when the cluster state it reads makes another step the judge
+	// (Kueue away: kueue_absent); the parity suite accepts them.
+	AlsoUnder []string
 	// Params are variables whose expressions the chart computes from its
 	// values. The generated file carries ParamPlaceholder(name) in their place;
 	// the chart knows each name.

@@ -59,3 +59,37 @@ func (policyStep) Handles(admissionv1.Operation) bool { return true }
 func (policyStep) Validate(context.Context, *guard.Request, guard.Target, cluster.View, *guard.Decision) error {
 	return nil
 }
+
+var _ = Describe("the workload guards' CEL twins", func() {
+	variable := func(id, name string) string {
+		r, ok := guard.LookupRule(id)
+		Expect(ok).To(BeTrue())
+		Expect(r.CEL).NotTo(BeNil(), "%s has a twin", id)
+		for _, v := range r.CEL.Variables {
+			if v.Name == name {
+				return v.Expression
+			}
+		}
+		Fail("no variable " + name)
+		return ""
+	}
+
+	It("test every level of a nested suspend field before reading it, as a missing field is an error in CEL", func() {
+		Expect(variable(guard.RuleOnlyKueueReleases, "resumes")).To(ContainSubstring(
+			"(request.kind.group == 'kubeflow.org' && request.kind.kind == 'MPIJob' && ((has(oldObject.spec) && " +
+				"has(oldObject.spec.runPolicy) && has(oldObject.spec.runPolicy.suspend) && oldObject.spec.runPolicy.suspend == true) && " +
+				"!(has(object.spec) && has(object.spec.runPolicy) && has(object.spec.runPolicy.suspend) && object.spec.runPolicy.suspend == true)))"))
+	})
+
+	It("spare a RayJob on an existing cluster, which Kueue ignores, and read Pods' gate", func() {
+		resumes := variable(guard.RuleOnlyKueueReleases, "resumes")
+		Expect(resumes).To(ContainSubstring("request.kind.kind == 'RayJob' && ((has(oldObject.spec)"))
+		Expect(resumes).To(ContainSubstring("!(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"))
+		Expect(resumes).To(ContainSubstring("oldObject.spec.schedulingGates.exists(g, g.name == 'kueue.x-k8s.io/admission')"))
+	})
+
+	It("count an owner by exact apiVersion and kind, as Kueue's walk does", func() {
+		Expect(variable(guard.RuleUntrustedOwner, "counted")).To(ContainSubstring("'batch/v1/Job'"))
+		Expect(variable(guard.RuleUntrustedOwner, "interim")).To(Equal("variables.ownerKey == 'apps/v1/ReplicaSet'"))
+	})
+})

@@ -74,7 +74,7 @@ var (
 		Check:       podGroupResizeName,
 	})
 	RuleUntrustedOwner = Register(Rule{
-		ID:    RuleNamespace + ".untrusted_owner",
+		ID:    untrustedOwnerID,
 		Title: "Only a workload's controller creates its parts",
 		Doc: "An object whose controller owner is a kind Kueue manages (its frameworks and externalFrameworks), or a " +
 			"ReplicaSet (Kueue walks through one to its owner), from a requester that is not in trust.controllers, is " +
@@ -82,6 +82,7 @@ var (
 			"of the owner and never queue it.",
 		Enforcement: EnforcementDeny,
 		Check:       ownerGuardName,
+		CEL:         untrustedOwnerCEL(),
 	})
 )
 

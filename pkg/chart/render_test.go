@@ -230,6 +230,8 @@ var _ = Describe("default values", func() {
 			"ValidatingAdmissionPolicy/kueue-guard-kueue-webhooks", "ValidatingAdmissionPolicyBinding/kueue-guard-kueue-webhooks",
 			"ValidatingAdmissionPolicy/kueue-guard-pod-deletion-grace",
 			"ValidatingAdmissionPolicyBinding/kueue-guard-pod-deletion-grace",
+			"ValidatingAdmissionPolicy/kueue-guard-owner-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-owner-guard",
+			"ValidatingAdmissionPolicy/kueue-guard-release-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-release-guard",
 			"Pod/kueue-guard-policy-test",
 			"ClusterRole/kueue-guard-audit", "ClusterRoleBinding/kueue-guard-audit",
 			"Role/kueue-guard-audit-lease", "RoleBinding/kueue-guard-audit-lease",

@@ -1,0 +1,181 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+)
+
+// The CEL twins of the workload guards that need only the request: the API
+// server evaluates them itself, so they hold while no kueue-guard replica
+// answers. Each decides as its Go check does on every request the check sees
+// (test/parity sends the same requests to both); where the Go check reads the
+// cluster, the twin's AlsoUnder names the rule the webhook then denies under.
+
+// The twins' parameters the chart computes from its values.
+const (
+	// TrustedRequesterParam is trust.controllers as a CEL expression over
+	// request.userInfo (trust.Matcher.CEL).
+	TrustedRequesterParam = "trustedRequester"
+	// ExternalFrameworksParam are Kueue's externalFrameworks ("Kind.version.group"),
+	// as a CEL list: the webhook reads them from Kueue's Configuration.
+	ExternalFrameworksParam = "kueueExternalFrameworks"
+)
+
+// WorkloadTwinsValuesKey is the chart value (a map with enabled) that switches
+// the workload guards' twins on; test/parity compares them with the webhook.
+const WorkloadTwinsValuesKey = "apiServerRules"
+
+// The ids of the rules with a twin here (their twins' messages carry them).
+const (
+	untrustedOwnerID    = RuleNamespace + ".untrusted_owner"
+	onlyKueueReleasesID = RuleNamespace + ".only_kueue_releases"
+)
+
+// workloadMatch matches what the validating workload webhook is sent: every
+// catalog kind, and ReplicaSets (Kueue's interim owner), on the operations.
+func workloadMatch(ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	add := func(group, version string, resources ...string) {
+		rules = append(rules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version},
+				Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+		}})
+	}
+	for _, r := range integrations.WebhookRules() {
+		add(r.Group, r.Version, r.Resources...)
+	}
+	add(InterimOwnerResource.Group, InterimOwnerResource.Version, InterimOwnerResource.Resource)
+	return &admissionregistrationv1.MatchResources{ResourceRules: rules}
+}
+
+// judgedVariables are the variables every workload twin starts with: who is
+// trusted, and which namespaces the webhooks skip.
+func judgedVariables() []admissionregistrationv1.Variable {
+	return []admissionregistrationv1.Variable{
+		{Name: TrustedRequesterParam, Expression: ParamPlaceholder(TrustedRequesterParam)},
+		{Name: ExemptNamespacesParam, Expression: ParamPlaceholder(ExemptNamespacesParam)},
+		{Name: "judged", Expression: "!variables." + TrustedRequesterParam +
+			" && !(request.namespace in variables." + ExemptNamespacesParam + ")"},
+	}
+}
+
+// celList quotes strings (catalog and constant names, no quotes in them) as a CEL list.
+func celList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "'" + s + "'"
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// untrustedOwnerCEL is OwnerGuard and InterimOwnerGuard (ownerDenial): an
+// untrusted object's first controller owner, of a kind Kueue counts its
+// children under or walks through, unless an UPDATE keeps the owner's uid.
+func untrustedOwnerCEL() *CELTwin {
+	var managed []string
+	for _, o := range integrations.ManagedOwners() {
+		managed = append(managed, o.APIVersion+"/"+o.Kind)
+	}
+	interim := replicaSetGVK.GroupVersion().String() + "/" + replicaSetGVK.Kind
+	const owner = "variables.controllers[0]"
+	return &CELTwin{
+		Name:             "owner-guard",
+		ValuesKey:        WorkloadTwinsValuesKey,
+		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam, ExternalFrameworksParam},
+		MatchConstraints: workloadMatch(admissionregistrationv1.Create, admissionregistrationv1.Update),
+		Variables: append(judgedVariables(),
+			admissionregistrationv1.Variable{Name: ExternalFrameworksParam, Expression: ParamPlaceholder(ExternalFrameworksParam)},
+			admissionregistrationv1.Variable{Name: "controllers", Expression: `has(object.metadata.ownerReferences) ? ` +
+				`object.metadata.ownerReferences.filter(r, has(r.controller) && r.controller) : []`},
+			admissionregistrationv1.Variable{Name: "ownerKey", Expression: `size(variables.controllers) == 0 ? '' : ` +
+				owner + `.apiVersion + '/' + ` + owner + `.kind`},
+			// Kueue's externalFrameworks name a kind "Kind.version.group".
+			admissionregistrationv1.Variable{Name: "external", Expression: `size(variables.controllers) > 0 && ` +
+				owner + `.apiVersion.contains('/') && (` + owner + `.kind + '.' + ` + owner + `.apiVersion.split('/')[1] + '.' + ` +
+				owner + `.apiVersion.split('/')[0]) in variables.` + ExternalFrameworksParam},
+			admissionregistrationv1.Variable{Name: "interim", Expression: `variables.ownerKey == '` + interim + `'`},
+			admissionregistrationv1.Variable{Name: "counted", Expression: `variables.ownerKey in ` + celList(managed) +
+				` || variables.external`},
+			// On UPDATE only a changed controller owner is judged, so existing objects are not wedged.
+			admissionregistrationv1.Variable{Name: "kept", Expression: `request.operation == 'UPDATE' && ` +
+				`has(oldObject.metadata.ownerReferences) && ` +
+				`size(oldObject.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)) > 0 && ` +
+				`oldObject.metadata.ownerReferences.filter(r, has(r.controller) && r.controller)[0].uid == ` + owner + `.uid`},
+		),
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: `!variables.judged || !(variables.counted || variables.interim) || variables.kept`,
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+			MessageExpression: `"[` + untrustedOwnerID + `] " + request.kind.kind + " \"" + object.metadata.name + ` +
+				`"\" names " + ` + owner + `.kind + " \"" + ` + owner + `.name + "\" as its controller owner, but " + ` +
+				`(variables.interim ? "only Kubernetes' controllers make what a ReplicaSet owns: Kueue walks through a " + ` +
+				`"ReplicaSet to the workload that owns it" : "only that workload's controller may create its parts: Kueue would ` +
+				`count it as part of \"" + ` + owner + `.name + "\"") + " and never queue it; remove the owner reference"`,
+		}},
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+	}
+}
+
+// onlyKueueReleasesCEL is ReleaseGuard's resume check: an untrusted UPDATE
+// that takes a queued workload out of Kueue's hold. The Go check also lets
+// Kueue's absence decide (kueue_absent denies the same update then) and spares
+// Pods in namespaces Kueue does not manage, which Kueue never gated.
+func onlyKueueReleasesCEL() *CELTwin {
+	var cases []string
+	for _, in := range integrations.All() {
+		s := in.Suspension
+		var resumes string
+		switch {
+		case s.Field != nil:
+			resumes = "(" + trueAt("oldObject", s.Field) + " && !" + trueAt("object", s.Field) + ")"
+		case s.SchedulingGate != "":
+			gated := func(o string) string {
+				return fmt.Sprintf("(has(%[1]s.spec.schedulingGates) && %[1]s.spec.schedulingGates.exists(g, g.name == '%[2]s'))", o, s.SchedulingGate)
+			}
+			resumes = "(" + gated("oldObject") + " && !" + gated("object") + ")"
+		default:
+			continue
+		}
+		if in.Ignorable { // a RayJob on an existing cluster: Kueue ignores it
+			resumes += " && !(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"
+		}
+		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && %s)",
+			in.GVK.Group, in.GVK.Kind, resumes))
+	}
+	q := integrations.QueueNameLabel
+	return &CELTwin{
+		Name:             "release-guard",
+		ValuesKey:        WorkloadTwinsValuesKey,
+		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam},
+		AlsoUnder:        []string{RuleKueueAbsent},
+		MatchConstraints: workloadMatch(admissionregistrationv1.Update),
+		Variables: append(judgedVariables(),
+			admissionregistrationv1.Variable{Name: "queued", Expression: fmt.Sprintf(
+				"has(object.metadata.labels) && '%[1]s' in object.metadata.labels && object.metadata.labels['%[1]s'] != ''", q)},
+			admissionregistrationv1.Variable{Name: "resumes", Expression: strings.Join(cases, " || ")},
+		),
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: `!variables.judged || !variables.queued || !variables.resumes`,
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+			MessageExpression: `"[` + onlyKueueReleasesID + `] " + request.kind.kind + " \"" + object.metadata.name + ` +
+				`"\" is queued: Kueue resumes it once it admits it, and nobody else may; leave its suspension as it is"`,
+		}},
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+	}
+}
+
+// trueAt is a CEL test that the boolean at path under root is set and true,
+// testing each level's presence (a missing field is an error in CEL).
+func trueAt(root string, path []string) string {
+	terms := make([]string, 0, len(path)+1)
+	for i := range path {
+		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
+	}
+	return "(" + strings.Join(append(terms, root+"."+strings.Join(path, ".")+" == true"), " && ") + ")"
+}
