@@ -299,6 +299,14 @@ var _ = Describe("default values", func() {
 		Expect(v.Webhooks[1].Rules).To(Equal(webhookconfig.ControllerRules()))
 	})
 
+	It("fail open on workloads under availability failOpen, which needs the API server's twins", func() {
+		_, v, err := kg.WebhookConfigurations(values("{availability: failOpen, webhooks: {validateWorkloads: {failurePolicy: Fail}}}"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(*v.Webhooks[0].FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+		_, err = kg.Render(values("{availability: failOpen, apiServerRules: {enabled: false}}"))
+		Expect(err).To(MatchError(ContainSubstring("availability: failOpen needs apiServerRules.enabled")))
+	})
+
 	It("set the production webhook defaults", func() {
 		m, v, err := kg.WebhookConfigurations(nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -839,6 +847,8 @@ var _ = Describe("values.schema.json", func() {
 		},
 		Entry("an unknown failure policy", "webhooks: {mutateWorkloads: {failurePolicy: Sometimes}}", "failurePolicy"),
 		Entry("zero replicas", "replicaCount: 0", "replicaCount"),
+		Entry("an availability mode the chart does not know", "availability: sometimes", "availability"),
+		Entry("an external framework not named Kind.version.group", "apiServerRules: {kueueExternalFrameworks: [foo]}", "kueueExternalFrameworks"),
 		Entry("an unknown top-level key (a typo)", "replicas: 3", "replicas"),
 		Entry("an unknown install profile", "config: {installProfile: custom}", "installProfile"),
 		Entry("the policy directory (fixed to the mount)", "config: {policies: {directory: /tmp}}", "directory"),

@@ -41,20 +41,22 @@ func Markdown(root string) ([]byte, error) {
 	b.WriteString("brackets (`[kueue_guard.untrusted_owner] ...`) and name the field in the API server's form\n")
 	b.WriteString("(`metadata.labels[kueue.x-k8s.io/queue-name]`).\n\n")
 	b.WriteString("## Built-in rules\n\n")
-	b.WriteString("Checked by the pipeline's steps (see [architecture.md](architecture.md)). A rule with a CEL twin is also\n")
-	b.WriteString("installed by the chart as a ValidatingAdmissionPolicy, evaluated by the API server itself.\n\n")
-	b.WriteString("| id | title | default | checked by | what it guarantees |\n|---|---|---|---|---|\n")
+	b.WriteString("Checked by the pipeline's steps (see [architecture.md](architecture.md)) in the webhook; a rule with a\n")
+	b.WriteString("CEL twin is also installed by the chart as a ValidatingAdmissionPolicy the API server evaluates itself, so\n")
+	b.WriteString("that it holds while no kueue-guard replica answers (see reliability.md, \"When kueue-guard is down\").\n")
+	b.WriteString("\"enforced by\" says which: webhook, API server, or both.\n\n")
+	b.WriteString("| id | title | default | enforced by | checked by | what it guarantees |\n|---|---|---|---|---|---|\n")
 	for _, r := range admission.Rules() {
-		var check string
+		var by, check string
 		switch {
 		case r.Check == "":
-			check = "the API server only: CEL twin `" + r.CEL.Name + "`"
+			by, check = "API server", "CEL twin `"+r.CEL.Name+"`"
 		case r.CEL != nil:
-			check = "`" + r.Check + "` step; CEL twin `" + r.CEL.Name + "`"
+			by, check = "both", "`"+r.Check+"` step; CEL twin `"+r.CEL.Name+"`"
 		default:
-			check = "`" + r.Check + "` step"
+			by, check = "webhook", "`"+r.Check+"` step"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.ID, cell(r.Title), r.Enforcement, check, cell(r.Doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), r.Enforcement, by, check, cell(r.Doc))
 	}
 	b.WriteString("\n### Kueue's reserved markers\n\n")
 	b.WriteString("The labels and annotations `" + admission.RuleKueueMarker + "` keeps Kueue's: Kueue v0.19 writes them for\n")

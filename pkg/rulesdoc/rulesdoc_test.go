@@ -107,6 +107,6 @@ var _ = Describe("the rule table", func() {
 		By("the docs' rule table")
 		md, err := rulesdoc.Markdown(root())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(md)).To(ContainSubstring("| `" + id + "` | A fake rule | warn | `fake-step` step; CEL twin `fake` |"))
+		Expect(string(md)).To(ContainSubstring("| `" + id + "` | A fake rule | warn | both | `fake-step` step; CEL twin `fake` |"))
 	})
 })

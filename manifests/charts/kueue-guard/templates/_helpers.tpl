@@ -289,3 +289,19 @@ policy directory's layout (ConfigMap keys are flat).
     {{- end }}
     {{- end }}
 {{- end }}
+
+{{/*
+The workload validating webhook's failure policy: Ignore under availability
+failOpen, whose guarantees during an outage are the API server's twins
+(apiServerRules, which it therefore requires); else the configured one.
+*/}}
+{{- define "kueue-guard.workloadFailurePolicy" -}}
+{{- if eq .Values.availability "failOpen" }}
+{{- if not .Values.apiServerRules.enabled }}
+{{- fail "availability: failOpen needs apiServerRules.enabled: the API server's twins are what hold while kueue-guard is down" }}
+{{- end }}
+{{- print "Ignore" }}
+{{- else }}
+{{- print .Values.webhooks.validateWorkloads.failurePolicy }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,190 @@
+package faults
+
+import (
+	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// drillRequest is one request of the outage drill: what a tenant sends while no
+// kueue-guard replica answers.
+type drillRequest struct {
+	what string
+	// twin is the rule whose API server twin must refuse it in either mode; ""
+	// for a request only the webhook judges.
+	twin string
+	send func() error
+}
+
+// The outage drill: every kueue-guard replica down, under both availability
+// modes the chart offers, with the twins it installs (apiServerRules).
+var _ = Describe("a kueue-guard outage drill, under both availability modes", Ordered, func() {
+	var (
+		ns       string
+		requests []drillRequest
+	)
+
+	BeforeAll(func() {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-"}}
+		Expect(env.Client.Create(ctx, n)).To(Succeed())
+		ns = n.Name
+		installTwins(map[string]any{"availability": "failOpen"})
+		requests = drillRequests(ns)
+	})
+
+	drill := func(mode string) {
+		setWorkloadFailurePolicy(mode)
+		// The API server may lag the configuration change by a moment.
+		Eventually(func() error { return env.Client.Create(ctx, queuedJob(ns, "probe"), client.DryRunAll) }, 30*time.Second).
+			Should(WithTransform(func(err error) bool { return err == nil }, Equal(mode == "failOpen")))
+		refused, admitted, held := 0, 0, 0
+		var twins int
+		for _, r := range requests {
+			err := r.send()
+			if err != nil {
+				refused++
+			} else {
+				admitted++
+			}
+			if r.twin != "" {
+				twins++
+				Expect(err).To(MatchError(ContainSubstring("["+r.twin+"]")), "%s: %s, refused by the API server's twin", mode, r.what)
+				held++
+				continue
+			}
+			if mode == "failClosed" {
+				Expect(err).To(HaveOccurred(), "%s: %s is not admitted unjudged", mode, r.what)
+			} else {
+				Expect(err).NotTo(HaveOccurred(), "%s: %s is admitted (the webhook fails open)", mode, r.what)
+			}
+		}
+		// System namespaces are untouched in either mode.
+		Expect(env.Client.Create(ctx, fixtures.Deployment(metav1.NamespaceSystem, "drill").Obj(), client.DryRunAll)).To(Succeed())
+		AddReportEntry("outage drill, "+mode, fmt.Sprintf(
+			"no replica serving: %d tenant requests, %d refused, %d admitted; the twins' guarantees held on %d of %d; a Deployment in kube-system admitted",
+			len(requests), refused, admitted, held, twins))
+	}
+
+	It("fails closed: every tenant request is refused, the twins name the tricks they cover", func() { drill("failClosed") })
+	It("fails open: the twins still refuse the tricks they cover, the rest is admitted unjudged", func() { drill("failOpen") })
+})
+
+// installTwins creates the chart's workload twins, removed when the container ends.
+func installTwins(values map[string]any) {
+	GinkgoHelper()
+	for _, r := range admission.Rules() {
+		if r.CEL == nil || r.CEL.ValuesKey != admission.WorkloadTwinsValuesKey {
+			continue
+		}
+		objs, err := testenv.ChartAdmissionPolicies(values, r.ID)
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			Expect(env.Client.Create(ctx, o)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o))).To(Succeed()) })
+		}
+	}
+}
+
+// setWorkloadFailurePolicy gives the registered workload validating webhook the
+// failure policy the chart renders for the availability mode, and restores it
+// when the spec ends.
+func setWorkloadFailurePolicy(mode string) {
+	GinkgoHelper()
+	_, rendered, err := testenv.ChartWebhooks(map[string]any{"availability": mode})
+	Expect(err).NotTo(HaveOccurred())
+	want := rendered[0].Webhooks[0]
+	cur := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: rendered[0].Name}, cur)).To(Succeed())
+	saved := cur.DeepCopy()
+	for i := range cur.Webhooks {
+		if cur.Webhooks[i].Name == want.Name {
+			cur.Webhooks[i].FailurePolicy = want.FailurePolicy
+		}
+	}
+	Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(saved), cur)).To(Succeed())
+		cur.Webhooks = saved.Webhooks
+		Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	})
+}
+
+func queuedJob(ns, name string) *unstructured.Unstructured {
+	return fixtures.Job(ns, name).Queue("team-queue").Obj()
+}
+
+// drillRequests are a tenant's requests (the suite's client is not a trusted
+// controller): tricks the twins cover, and workloads only the webhook judges.
+func drillRequests(ns string) []drillRequest {
+	owned := func(o fixtures.Object, apiVersion, kind string) *unstructured.Unstructured {
+		obj := o.Obj()
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: "owner",
+			UID: "00000000-0000-0000-0000-0000000000d1", Controller: new(true)}})
+		return obj
+	}
+	dryCreate := func(obj *unstructured.Unstructured) func() error {
+		return func() error { return env.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll) }
+	}
+	// Held, queued workloads, stored before the outage while a replica served.
+	held := hold(queuedJob(ns, "held"), []string{"spec", "suspend"})
+	gated := fixtures.Pod(ns, "gated").Queue("team-queue").Obj()
+	Expect(unstructured.SetNestedSlice(gated.Object, []any{map[string]any{"name": integrations.KueueAdmissionGate}},
+		"spec", "schedulingGates")).To(Succeed())
+	cfg := testenv.ConfigWithoutKueue()
+	cfg.Policies.Directory = GinkgoT().TempDir()
+	srv, err := env.StartServer(ctx, env.Config, cfg)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range []*unstructured.Unstructured{held, gated} {
+		Expect(env.Client.Create(ctx, o)).To(Succeed(), "stored before the outage")
+	}
+	Expect(srv.Stop()).To(Succeed())
+	resume := func(obj *unstructured.Unstructured, edit func(*unstructured.Unstructured)) func() error {
+		return func() error {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+				return err
+			}
+			edit(cur)
+			return env.Client.Update(ctx, cur, client.DryRunAll)
+		}
+	}
+	big := fixtures.Job(ns, "big").Queue("team-queue").Requests("nvidia.com/gpu", "64").Obj()
+	mismatch := queuedJob(ns, "mismatch")
+	Expect(unstructured.SetNestedField(mismatch.Object, "other-queue", "spec", "template", "metadata", "labels",
+		integrations.QueueNameLabel)).To(Succeed())
+	return []drillRequest{
+		{"a Job under a Job it is not part of", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Job(ns, "under-job"), "batch/v1", "Job"))},
+		{"a Pod under a ReplicaSet it did not come from", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Pod(ns, "under-rs"), "apps/v1", "ReplicaSet"))},
+		{"a JobSet under a JobSet", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.JobSet(ns, "under-js"), "jobset.x-k8s.io/v1alpha2", "JobSet"))},
+		{"resuming a held, queued Job", admission.RuleOnlyKueueReleases, resume(held, func(u *unstructured.Unstructured) {
+			Expect(unstructured.SetNestedField(u.Object, false, "spec", "suspend")).To(Succeed())
+		})},
+		{"removing Kueue's gate from a queued Pod", admission.RuleOnlyKueueReleases, resume(gated, func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "schedulingGates")
+		})},
+		{"a queued Job", "", dryCreate(queuedJob(ns, "plain"))},
+		{"an unqueued Job", "", dryCreate(fixtures.Job(ns, "unqueued").Obj())},
+		{"a queued Job asking for 64 GPUs (a policy's)", "", dryCreate(big)},
+		{"a queued Job whose pod template names another queue (label_mismatch)", "", dryCreate(mismatch)},
+		{"a Deployment", "", dryCreate(fixtures.Deployment(ns, "web").Obj())},
+	}
+}
+
+func hold(obj *unstructured.Unstructured, field []string) *unstructured.Unstructured {
+	Expect(unstructured.SetNestedField(obj.Object, true, field...)).To(Succeed())
+	return obj
+}
