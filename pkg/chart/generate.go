@@ -39,6 +39,8 @@ const (
 	// AdmissionPoliciesFile holds the CEL twins of the built-in rules that have
 	// one (admission.Rule.CEL), rendered as ValidatingAdmissionPolicies.
 	AdmissionPoliciesFile = "files/admission-policies.yaml"
+	// MutatingPoliciesFile holds the mutating steps' twins (MutatingAdmissionPolicies).
+	MutatingPoliciesFile = "files/mutating-admission-policies.yaml"
 	// PoliciesDir holds copies of the repository's shipped policies (policies/),
 	// the default content of the policies ConfigMap. The generator owns the whole
 	// directory: files no longer shipped are removed.
@@ -280,6 +282,9 @@ func Generated(root string) (map[string][]byte, error) {
 	if out[RBACFile], err = marshalGenerated("pkg/cluster.CachedTypes, the guards' reads and the integration catalog (audit)", rbac); err != nil {
 		return nil, err
 	}
+	if out[MutatingPoliciesFile], err = marshalGenerated("pkg/admission's MutatingTwins", MutatingPolicies()); err != nil {
+		return nil, err
+	}
 	if out[AdmissionPoliciesFile], err = marshalGenerated("the CEL twins of pkg/admission's rule registry", AdmissionPolicies()); err != nil {
 		return nil, err
 	}
@@ -327,6 +332,34 @@ func AdmissionPolicies() []GeneratedAdmissionPolicy {
 				MatchConstraints: c.MatchConstraints, Variables: c.Variables, Validations: c.Validations}}
 		g.Params = map[string]string{}
 		for _, p := range c.Params {
+			g.Params[p] = admission.ParamPlaceholder(p)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// GeneratedMutatingPolicy is one mutating step's twin as the chart's
+// mutating-admission-policies template reads it.
+type GeneratedMutatingPolicy struct {
+	// Step is the mutating step it twins (a label of the policy).
+	Step      string            `json:"step"`
+	Name      string            `json:"name"`
+	ValuesKey string            `json:"valuesKey"`
+	Params    map[string]string `json:"params"`
+	// Spec is the MutatingAdmissionPolicy's spec.
+	Spec admissionregistrationv1.MutatingAdmissionPolicySpec `json:"spec"`
+}
+
+// MutatingPolicies are the mutating steps' twins, in name order.
+func MutatingPolicies() []GeneratedMutatingPolicy {
+	out := []GeneratedMutatingPolicy{}
+	for _, m := range admission.MutatingTwins() {
+		g := GeneratedMutatingPolicy{Step: m.Step, Name: m.Name, ValuesKey: m.ValuesKey, Params: map[string]string{},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: m.MatchConstraints,
+				MatchConditions: m.MatchConditions, Variables: m.Variables, Mutations: m.Mutations,
+				ReinvocationPolicy: m.ReinvocationPolicy, FailurePolicy: m.FailurePolicy}}
+		for _, p := range m.Params {
 			g.Params[p] = admission.ParamPlaceholder(p)
 		}
 		out = append(out, g)

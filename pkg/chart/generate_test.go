@@ -63,7 +63,7 @@ var _ = Describe("generated chart files", func() {
 			for rel := range gen {
 				policies = append(policies, rel)
 			}
-			Expect(policies).To(ConsistOf(chart.WebhooksFile, chart.RBACFile, chart.AdmissionPoliciesFile,
+			Expect(policies).To(ConsistOf(chart.WebhooksFile, chart.RBACFile, chart.AdmissionPoliciesFile, chart.MutatingPoliciesFile,
 				chart.CRDFiles["config/crd/openreports.io_reports.yaml"], chart.CRDFiles["config/crd/openreports.io_clusterreports.yaml"],
 				"files/policies/a.rego", "files/policies/a_test.rego", "files/policies/data.yaml",
 				"files/policies/team/b.rego", "files/policies/team/data.json"))
@@ -80,7 +80,7 @@ var _ = Describe("generated chart files", func() {
 
 			changed, err := chart.Write(root)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(changed).To(HaveLen(10))
+			Expect(changed).To(HaveLen(11))
 			Expect(chart.Drift(root)).To(BeEmpty())
 			changed, err = chart.Write(root)
 			Expect(err).NotTo(HaveOccurred())
@@ -104,7 +104,7 @@ var _ = Describe("generated chart files", func() {
 			Expect(os.RemoveAll(filepath.Join(root, "policies"))).To(Succeed())
 			gen, err := chart.Generated(root)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(gen).To(HaveLen(5), "the webhooks, the RBAC, the admission policies and the OpenReports CRDs")
+			Expect(gen).To(HaveLen(6), "the webhooks, the RBAC, the validating and mutating admission policies and the OpenReports CRDs")
 		})
 	})
 })

@@ -126,6 +126,7 @@ var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true,
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
 	"CustomResourceDefinition": true,
 }
 
@@ -232,6 +233,7 @@ var _ = Describe("default values", func() {
 			"ValidatingAdmissionPolicyBinding/kueue-guard-pod-deletion-grace",
 			"ValidatingAdmissionPolicy/kueue-guard-owner-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-owner-guard",
 			"ValidatingAdmissionPolicy/kueue-guard-release-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-release-guard",
+			"MutatingAdmissionPolicy/kueue-guard-default-queue", "MutatingAdmissionPolicyBinding/kueue-guard-default-queue",
 			"Pod/kueue-guard-policy-test",
 			"ClusterRole/kueue-guard-audit", "ClusterRoleBinding/kueue-guard-audit",
 			"Role/kueue-guard-audit-lease", "RoleBinding/kueue-guard-audit-lease",

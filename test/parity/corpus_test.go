@@ -3,10 +3,13 @@ package parity
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
@@ -61,15 +64,56 @@ func storeParents() {
 }
 
 // kinds are one object of every kind the fixtures build, and a ReplicaSet.
-func kinds(name string) []*unstructured.Unstructured {
+func kinds(name string) []*unstructured.Unstructured { return kindsIn(ns, name) }
+
+func kindsIn(namespace, name string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, o := range fixtures.EveryKind(ns) {
+	for _, o := range fixtures.EveryKind(namespace) {
 		o.SetName(name + "-" + o.GetName())
 		out = append(out, o.Obj())
 	}
-	rs := fixtures.Deployment(ns, name+"-rs").Obj()
+	rs := fixtures.Deployment(namespace, name+"-rs").Obj()
 	rs.SetKind("ReplicaSet")
 	return append(out, rs)
+}
+
+// defaultingNS has a default queue and priority class by its annotations.
+const defaultingNS = "parity-defaults"
+
+// defaulting are creates in defaultingNS, whose answers (the object as the API
+// server would store it) are compared: unqueued, queued, prioritised objects
+// of every kind, a trusted controller's part of a Job, a RayJob on an
+// existing cluster.
+func defaulting() []request {
+	Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: defaultingNS,
+		Annotations: map[string]string{admission.DefaultQueueAnnotation: "team-queue",
+			admission.DefaultPriorityClassAnnotation: "high"}}})).To(Succeed())
+	workloads := func(name string) []*unstructured.Unstructured {
+		all := kindsIn(defaultingNS, name)
+		return all[:len(all)-1] // not the ReplicaSet: not a workload
+	}
+	var out []request
+	for _, obj := range workloads("unqueued") {
+		out = append(out, request{name: "a tenant's unqueued " + obj.GetKind(), as: tenant, obj: obj})
+	}
+	for _, obj := range workloads("queued") {
+		out = append(out, request{name: "a tenant's queued " + obj.GetKind(), as: tenant,
+			obj: fixtures.Object{Unstructured: obj}.Queue("own-queue").Obj()})
+	}
+	for _, obj := range workloads("prio") {
+		out = append(out, request{name: "a tenant's " + obj.GetKind() + " with its own priority class", as: tenant,
+			obj: fixtures.Object{Unstructured: obj}.Label(integrations.PriorityClassLabel, "low").Obj()})
+	}
+	parent := kindsIn(defaultingNS, "parent")[0]
+	store(trusted, parent)
+	child := kindsIn(defaultingNS, "child")[0]
+	child.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.GetName(),
+		UID: parent.GetUID(), Controller: new(true)}})
+	out = append(out, request{name: "a trusted controller's Job under a Job", as: trusted, obj: child})
+	rj := fixtures.RayJob(defaultingNS, "on-cluster").Obj()
+	unstructured.RemoveNestedField(rj.Object, "spec", "rayClusterSpec")
+	Expect(unstructured.SetNestedStringMap(rj.Object, map[string]string{"ray.io/cluster": "shared"}, "spec", "clusterSelector")).To(Succeed())
+	return append(out, request{name: "a tenant's RayJob on an existing cluster", as: tenant, obj: rj})
 }
 
 // withOwner sets obj's owner reference to the stored parent of o's kind (or

@@ -2,6 +2,7 @@ package parity
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -26,14 +29,18 @@ import (
 type decision struct {
 	rules  map[string]bool
 	answer string
+	// stored is a CREATE's object as the API server would store it.
+	stored *unstructured.Unstructured
 }
 
 var ruleInMessage = regexp.MustCompile(`\[(kueue_guard\.[a-z0-9_.]+)\]`)
 
 func decide(r request) decision {
 	var err error
+	var stored *unstructured.Unstructured
 	if r.edit == nil {
-		err = r.as.Create(ctx, r.obj.DeepCopy(), client.DryRunAll)
+		stored = r.obj.DeepCopy()
+		err = r.as.Create(ctx, stored, client.DryRunAll)
 	} else {
 		cur := &unstructured.Unstructured{}
 		cur.SetGroupVersionKind(r.obj.GroupVersionKind())
@@ -41,7 +48,7 @@ func decide(r request) decision {
 		r.edit(cur)
 		err = r.as.Update(ctx, cur, client.DryRunAll)
 	}
-	d := decision{rules: map[string]bool{}}
+	d := decision{rules: map[string]bool{}, stored: stored}
 	if err != nil {
 		d.answer = err.Error()
 		for _, m := range ruleInMessage.FindAllStringSubmatch(d.answer, -1) {
@@ -88,6 +95,20 @@ func removeWebhooks(names ...string) {
 	Eventually(func() string { return decide(probe()).answer }, 30*time.Second).Should(BeEmpty(), "the webhooks are gone")
 }
 
+// restoreWebhooks registers kueue-guard's webhook configurations again and
+// waits until the API server calls them: a queued TrainJob that arrives
+// unheld (this Kueue does not manage TrainJobs) is refused by the webhook alone.
+func restoreWebhooks(m *admissionregistrationv1.MutatingWebhookConfiguration, v *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	for _, o := range []client.Object{m.DeepCopy(), v.DeepCopy()} {
+		o.SetResourceVersion("")
+		o.SetUID("")
+		Expect(admin.Create(ctx, o)).To(Succeed())
+	}
+	unheld := fixtures.TrainJob(ns, "probe-unheld").Queue("own-queue").Obj()
+	Eventually(func() map[string]bool { return decide(request{as: tenant, obj: unheld}).rules }, 30*time.Second).
+		Should(HaveKey(admission.RuleNotHeld), "the webhooks are back")
+}
+
 // installTwins creates the chart's generated policies for the twinned rules
 // (default values) and waits until the API server enforces them.
 func installTwins() {
@@ -100,6 +121,17 @@ func installTwins() {
 	}
 	Eventually(func() map[string]bool { return decide(probe()).rules }, time.Minute).
 		Should(HaveKey(admission.RuleUntrustedOwner), "the generated policies are in force")
+	objs, err := testenv.ChartMutatingPolicies(values)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range objs {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+	}
+	Eventually(func() map[string]string {
+		return decide(request{as: tenant, obj: kindsIn(defaultingNS, "probe")[0]}).stored.GetLabels()
+	}, time.Minute).Should(HaveKey(integrations.QueueNameLabel), func() string {
+		out, stderr, _ := env.Kubectl(nil, "get", "mutatingadmissionpolicies,mutatingadmissionpolicybindings", "-o", "yaml")
+		return "the generated mutating policies are in force:\n" + out + stderr
+	})
 }
 
 // grantEverything lets the tenant and the trusted identity write anything:
@@ -149,5 +181,79 @@ var _ = Describe("the API server's twins decide as the webhook", func() {
 		AddReportEntry("rules without a twin (they read the informer cache, Kueue's Configuration or the policies)",
 			strings.Join(webhookOnly, "\n"))
 		Expect(webhookOnly).NotTo(ContainElement(admission.RuleUntrustedOwner))
+	})
+})
+
+// outcome is what defaulting left on a stored object: queue, priority, the
+// defaulted-by annotation, and whether it is held.
+func outcome(u *unstructured.Unstructured) string {
+	in, _ := integrations.Lookup(u.GroupVersionKind().GroupKind())
+	held := "not held"
+	switch {
+	case in == nil:
+	case in.Suspension.Field != nil:
+		if s, _, _ := unstructured.NestedBool(u.Object, in.Suspension.Field...); s {
+			held = "suspended"
+		}
+	case in.Suspension.SchedulingGate != "":
+		gates, _, _ := unstructured.NestedSlice(u.Object, "spec", "schedulingGates")
+		if len(gates) > 0 {
+			held = "gated"
+		}
+	}
+	return fmt.Sprintf("queue=%q priority=%q defaulted-by=%q %s", u.GetLabels()[integrations.QueueNameLabel],
+		u.GetLabels()[integrations.PriorityClassLabel], u.GetAnnotations()[admission.DefaultedByAnnotation], held)
+}
+
+var _ = Describe("the API server's default-queue twin", func() {
+	It("labels, annotates and holds a new workload as the webhook does, for the kinds it covers", func() {
+		twin := admission.MutatingTwins()[0]
+		covered := twin.MatchConditions[0].Expression
+		var table strings.Builder
+		same, skipped := 0, map[string]bool{}
+		for i, r := range defaultingCorpus {
+			w, a := defaultingWebhook[i], defaultingAPIServer[i]
+			if w.answer != "" || a.answer != "" {
+				// Refused on one side by a rule the defaulting twin does not
+				// cover (not_held, for a kind this Kueue does not manage).
+				fmt.Fprintf(&table, "%-55s not compared: refused (%s)\n", r.name, strings.Join(slices.Sorted(maps.Keys(w.rules)), ", "))
+				continue
+			}
+			in, _ := integrations.Lookup(r.obj.GroupVersionKind().GroupKind())
+			if in == nil || !strings.Contains(covered, "'"+in.GVK.Group+"/"+in.GVK.Kind+"'") {
+				skipped[r.obj.GetKind()] = true
+				continue
+			}
+			Expect(outcome(a.stored)).To(Equal(outcome(w.stored)), "%s: webhook %s, API server %s", r.name, outcome(w.stored), outcome(a.stored))
+			fmt.Fprintf(&table, "%-55s %s\n", r.name, outcome(a.stored))
+			same++
+		}
+		Expect(same).To(BeNumerically(">=", 25))
+		AddReportEntry("defaulting, the same on both sides", table.String())
+		AddReportEntry("kinds the webhook alone defaults (their queue label is not the object's own)", fmt.Sprint(slices.Sorted(maps.Keys(skipped))))
+	})
+})
+
+var _ = Describe("the webhooks and the API server's twins together, as the chart installs them", func() {
+	It("admit, refuse, label and hold exactly what the webhooks alone do", func() {
+		for i, r := range corpus {
+			admitted := BeEmpty()
+			if webhook[i].answer != "" {
+				admitted = Not(BeEmpty())
+			}
+			Expect(both[i].answer).To(admitted, "%s\n  webhook: %s\n  both: %s", r.name, webhook[i].answer, both[i].answer)
+		}
+		compared := 0
+		for i, r := range defaultingCorpus {
+			w, b := defaultingWebhook[i], defaultingBoth[i]
+			if w.answer != "" {
+				Expect(b.answer).NotTo(BeEmpty(), "%s\n  webhook: %s", r.name, w.answer)
+				continue
+			}
+			Expect(b.answer).To(BeEmpty(), "%s: admitted with the webhooks alone", r.name)
+			Expect(outcome(b.stored)).To(Equal(outcome(w.stored)), "%s", r.name)
+			compared++
+		}
+		AddReportEntry("with both", fmt.Sprintf("%d requests decided alike, %d stored objects alike", len(corpus)+len(defaultingCorpus), compared))
 	})
 })

@@ -50,6 +50,11 @@ var (
 	// and with only the generated policies.
 	webhook, apiServer []decision
 	corpus             []request
+	// both are the decisions with the webhooks and the policies, as in production.
+	both []decision
+	// The same for defaulting's corpus.
+	defaultingWebhook, defaultingAPIServer, defaultingBoth []decision
+	defaultingCorpus                                       []request
 	// values are the chart's, but for kinds the managed install does not
 	// integrate: warned, not denied, so that the corpus can hold every kind.
 	values = map[string]any{"config": map[string]any{"integrations": map[string]any{"action": "warn"}}}
@@ -79,14 +84,22 @@ var _ = BeforeSuite(func() {
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}})
 	grantEverything()
 	corpus = buildCorpus()
+	defaultingCorpus = defaulting()
 
 	By("the webhook alone")
 	webhook = decideAll(corpus)
+	defaultingWebhook = decideAll(defaultingCorpus)
 
 	By("the API server's generated policies alone")
 	removeWebhooks(mutating[0].Name, validating[0].Name)
 	installTwins()
 	apiServer = decideAll(corpus)
+	defaultingAPIServer = decideAll(defaultingCorpus)
+
+	By("both, as the chart installs them")
+	restoreWebhooks(mutating[0], validating[0])
+	both = decideAll(corpus)
+	defaultingBoth = decideAll(defaultingCorpus)
 })
 
 var _ = AfterSuite(func() {

@@ -197,3 +197,23 @@ func ChartAdmissionPolicies(values map[string]any, rule string) ([]*unstructured
 	}
 	return out, nil
 }
+
+// ChartMutatingPolicies renders the chart with values and returns its
+// MutatingAdmissionPolicies (the mutating steps' twins) and their bindings,
+// ready to create.
+func ChartMutatingPolicies(values map[string]any) ([]*unstructured.Unstructured, error) {
+	objs, err := RenderChart(values)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == "MutatingAdmissionPolicy" || u.GetKind() == "MutatingAdmissionPolicyBinding" {
+			out = append(out, u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the chart renders no mutating admission policy")
+	}
+	return out, nil
+}
