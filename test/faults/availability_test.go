@@ -38,7 +38,8 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 	)
 
 	BeforeAll(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-"}}
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-",
+			Annotations: map[string]string{admission.DefaultQueueAnnotation: "team-queue"}}}
 		Expect(env.Client.Create(ctx, n)).To(Succeed())
 		ns = n.Name
 		installTwins(map[string]any{"availability": "failOpen"})
@@ -71,20 +72,40 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 				Expect(err).NotTo(HaveOccurred(), "%s: %s is admitted (the webhook fails open)", mode, r.what)
 			}
 		}
+		// A new unqueued Job in a namespace with a default queue: the API
+		// server's default-queue twin labels and suspends it.
+		unqueued := fixtures.Job(ns, "defaulted").Obj()
+		err := env.Client.Create(ctx, unqueued, client.DryRunAll)
+		if mode == "failOpen" {
+			Expect(err).NotTo(HaveOccurred())
+			Expect(unqueued.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, "team-queue"))
+			Expect(unqueued.Object["spec"]).To(HaveKeyWithValue("suspend", true), "held until Kueue admits it")
+		} else {
+			Expect(err).To(HaveOccurred())
+		}
 		// System namespaces are untouched in either mode.
 		Expect(env.Client.Create(ctx, fixtures.Deployment(metav1.NamespaceSystem, "drill").Obj(), client.DryRunAll)).To(Succeed())
 		AddReportEntry("outage drill, "+mode, fmt.Sprintf(
-			"no replica serving: %d tenant requests, %d refused, %d admitted; the twins' guarantees held on %d of %d; a Deployment in kube-system admitted",
-			len(requests), refused, admitted, held, twins))
+			"no replica serving: %d tenant requests, %d refused, %d admitted; the twins' guarantees held on %d of %d; "+
+				"a new unqueued Job %s; a Deployment in kube-system admitted",
+			len(requests), refused, admitted, held, twins,
+			map[bool]string{true: "labelled with the namespace's default queue and suspended", false: "refused"}[mode == "failOpen"]))
 	}
 
 	It("fails closed: every tenant request is refused, the twins name the tricks they cover", func() { drill("failClosed") })
 	It("fails open: the twins still refuse the tricks they cover, the rest is admitted unjudged", func() { drill("failOpen") })
 })
 
-// installTwins creates the chart's workload twins, removed when the container ends.
+// installTwins creates the chart's workload twins (validating and mutating),
+// removed when the container ends.
 func installTwins(values map[string]any) {
 	GinkgoHelper()
+	maps, err := testenv.ChartMutatingPolicies(values)
+	Expect(err).NotTo(HaveOccurred())
+	for _, o := range maps {
+		Expect(env.Client.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o))).To(Succeed()) })
+	}
 	for _, r := range admission.Rules() {
 		if r.CEL == nil || r.CEL.ValuesKey != admission.WorkloadTwinsValuesKey {
 			continue
