@@ -75,10 +75,10 @@ func defaultQueueTwin() *MutatingTwin {
 		// template, not a pod-based kind's template).
 		MatchConstraints: workloadMatch(admissionregistrationv1.Create),
 		MatchConditions: []admissionregistrationv1.MatchCondition{
-			{Name: "labelled-in-place", Expression: kindKey + " in " + celList(kinds)},
+			{Name: "labelled-in-place", Expression: kindKey + " in " + trust.CELList(kinds)},
 		},
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "ignored", Expression: "(" + kindKey + " in " + celList(ignorable) +
+			admissionregistrationv1.Variable{Name: "ignored", Expression: "(" + kindKey + " in " + trust.CELList(ignorable) +
 				") && has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0"},
 			// The webhooks' match condition leaves a trusted controller's part of
 			// another workload alone; so does this.
@@ -104,7 +104,7 @@ func defaultQueueTwin() *MutatingTwin {
 			// Held as Kueue's webhook holds it; the other kinds are held by Kueue's
 			// webhook, which sees the label whatever the webhooks' order.
 			{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{
-				Expression: "variables.label && " + kindKey + " in " + celList(suspendKinds) +
+				Expression: "variables.label && " + kindKey + " in " + trust.CELList(suspendKinds) +
 					" ? Object{spec: Object.spec{suspend: true}} : Object{}",
 			}},
 			{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration, ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{

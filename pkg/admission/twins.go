@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // The CEL twins of the workload guards that need only the request: the API
@@ -66,15 +67,6 @@ func judgedVariables() []admissionregistrationv1.Variable {
 	}
 }
 
-// celList quotes strings (catalog and constant names, no quotes in them) as a CEL list.
-func celList(items []string) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + s + "'"
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 // untrustedOwnerCEL is OwnerGuard and InterimOwnerGuard (ownerDenial): an
 // untrusted object's first controller owner, of a kind Kueue counts its
 // children under or walks through, unless an UPDATE keeps the owner's uid.
@@ -101,7 +93,7 @@ func untrustedOwnerCEL() *CELTwin {
 				owner + `.apiVersion.contains('/') && (` + owner + `.kind + '.' + ` + owner + `.apiVersion.split('/')[1] + '.' + ` +
 				owner + `.apiVersion.split('/')[0]) in variables.` + ExternalFrameworksParam},
 			admissionregistrationv1.Variable{Name: "interim", Expression: `variables.ownerKey == '` + interim + `'`},
-			admissionregistrationv1.Variable{Name: "counted", Expression: `variables.ownerKey in ` + celList(managed) +
+			admissionregistrationv1.Variable{Name: "counted", Expression: `variables.ownerKey in ` + trust.CELList(managed) +
 				` || variables.external`},
 			// On UPDATE only a changed controller owner is judged, so existing objects are not wedged.
 			admissionregistrationv1.Variable{Name: "kept", Expression: `request.operation == 'UPDATE' && ` +

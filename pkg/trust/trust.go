@@ -75,13 +75,13 @@ func (m *Matcher) Trusted(u authenticationv1.UserInfo) bool {
 func (m *Matcher) CEL() string {
 	var terms []string
 	if len(m.users) > 0 {
-		terms = append(terms, "request.userInfo.username in "+celList(m.users))
+		terms = append(terms, "request.userInfo.username in "+CELList(m.users))
 	}
 	if len(m.prefixes) > 0 {
-		terms = append(terms, celList(m.prefixes)+".exists(p, request.userInfo.username.startsWith(p))")
+		terms = append(terms, CELList(m.prefixes)+".exists(p, request.userInfo.username.startsWith(p))")
 	}
 	if len(m.groups) > 0 {
-		terms = append(terms, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "+celList(m.groups)+"))")
+		terms = append(terms, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "+CELList(m.groups)+"))")
 	}
 	if len(terms) == 0 {
 		return "false"
@@ -89,7 +89,9 @@ func (m *Matcher) CEL() string {
 	return "(" + strings.Join(terms, " || ") + ")"
 }
 
-func celList(items []string) string {
+// CELList quotes strings as a CEL list literal; they must hold no quote or
+// backslash (config.Validate refuses such trust entries; catalog names have none).
+func CELList(items []string) string {
 	quoted := make([]string, len(items))
 	for i, s := range items {
 		quoted[i] = "'" + s + "'"
@@ -164,7 +166,7 @@ func OwnerCEL() string {
 	return fmt.Sprintf("(has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "+
 		"has(r.controller) && r.controller && (r.apiVersion + '/' + r.kind) in %s) && "+
 		"!(has(object.metadata.labels) && '%s' in object.metadata.labels && object.metadata.labels['%s'] != ''))",
-		celList(skippedOwners), integrations.QueueNameLabel, integrations.QueueNameLabel)
+		CELList(skippedOwners), integrations.QueueNameLabel, integrations.QueueNameLabel)
 }
 
 // TopLevelCEL is the webhooks' match condition expression: true (call the
