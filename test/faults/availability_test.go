@@ -160,10 +160,8 @@ func drillRequests(ns string) []drillRequest {
 		return func() error { return env.Client.Create(ctx, obj.DeepCopy(), client.DryRunAll) }
 	}
 	// Held, queued workloads, stored before the outage while a replica served.
-	held := hold(queuedJob(ns, "held"), []string{"spec", "suspend"})
-	gated := fixtures.Pod(ns, "gated").Queue("team-queue").Obj()
-	Expect(unstructured.SetNestedSlice(gated.Object, []any{map[string]any{"name": integrations.KueueAdmissionGate}},
-		"spec", "schedulingGates")).To(Succeed())
+	held := fixtures.Job(ns, "held").Queue("team-queue").Held().Obj()
+	gated := fixtures.Pod(ns, "gated").Queue("team-queue").Held().Obj()
 	cfg := testenv.ConfigWithoutKueue()
 	cfg.Policies.Directory = GinkgoT().TempDir()
 	srv, err := env.StartServer(ctx, env.Config, cfg)
@@ -172,15 +170,14 @@ func drillRequests(ns string) []drillRequest {
 		Expect(env.Client.Create(ctx, o)).To(Succeed(), "stored before the outage")
 	}
 	Expect(srv.Stop()).To(Succeed())
-	resume := func(obj *unstructured.Unstructured, edit func(*unstructured.Unstructured)) func() error {
+	resume := func(obj *unstructured.Unstructured) func() error {
 		return func() error {
 			cur := &unstructured.Unstructured{}
 			cur.SetGroupVersionKind(obj.GroupVersionKind())
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 				return err
 			}
-			edit(cur)
-			return env.Client.Update(ctx, cur, client.DryRunAll)
+			return env.Client.Update(ctx, fixtures.Object{Unstructured: cur}.Released().Obj(), client.DryRunAll)
 		}
 	}
 	big := fixtures.Job(ns, "big").Queue("team-queue").Requests("nvidia.com/gpu", "64").Obj()
@@ -191,21 +188,12 @@ func drillRequests(ns string) []drillRequest {
 		{"a Job under a Job it is not part of", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Job(ns, "under-job"), "batch/v1", "Job"))},
 		{"a Pod under a ReplicaSet it did not come from", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Pod(ns, "under-rs"), "apps/v1", "ReplicaSet"))},
 		{"a JobSet under a JobSet", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.JobSet(ns, "under-js"), "jobset.x-k8s.io/v1alpha2", "JobSet"))},
-		{"resuming a held, queued Job", admission.RuleOnlyKueueReleases, resume(held, func(u *unstructured.Unstructured) {
-			Expect(unstructured.SetNestedField(u.Object, false, "spec", "suspend")).To(Succeed())
-		})},
-		{"removing Kueue's gate from a queued Pod", admission.RuleOnlyKueueReleases, resume(gated, func(u *unstructured.Unstructured) {
-			unstructured.RemoveNestedField(u.Object, "spec", "schedulingGates")
-		})},
+		{"resuming a held, queued Job", admission.RuleOnlyKueueReleases, resume(held)},
+		{"removing Kueue's gate from a queued Pod", admission.RuleOnlyKueueReleases, resume(gated)},
 		{"a queued Job", "", dryCreate(queuedJob(ns, "plain"))},
 		{"an unqueued Job", "", dryCreate(fixtures.Job(ns, "unqueued").Obj())},
 		{"a queued Job asking for 64 GPUs (a policy's)", "", dryCreate(big)},
 		{"a queued Job whose pod template names another queue (label_mismatch)", "", dryCreate(mismatch)},
 		{"a Deployment", "", dryCreate(fixtures.Deployment(ns, "web").Obj())},
 	}
-}
-
-func hold(obj *unstructured.Unstructured, field []string) *unstructured.Unstructured {
-	Expect(unstructured.SetNestedField(obj.Object, true, field...)).To(Succeed())
-	return obj
 }

@@ -184,12 +184,12 @@ func resumes() []request {
 			continue
 		}
 		k := base.GetKind()
-		queued := hold(fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Obj(), in)
-		unqueued := hold(base.DeepCopy(), in)
+		queued := fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Held().Obj()
+		unqueued := fixtures.Object{Unstructured: base.DeepCopy()}.Held().Obj()
 		unqueued.SetName(base.GetName() + "-unqueued")
 		store(trusted, queued)
 		store(trusted, unqueued)
-		release := func(u *unstructured.Unstructured) { resume(u, in) }
+		release := func(u *unstructured.Unstructured) { fixtures.Object{Unstructured: u}.Released() }
 		out = append(out,
 			request{name: "a tenant resumes a queued " + k, as: tenant, obj: queued, edit: release},
 			request{name: "a trusted controller resumes a queued " + k, as: trusted, obj: queued, edit: release},
@@ -198,12 +198,11 @@ func resumes() []request {
 			request{name: "a tenant resumes an unqueued " + k, as: tenant, obj: unqueued, edit: release},
 			request{name: "a tenant removes a queued " + k + "'s queue and resumes it", as: tenant, obj: queued,
 				edit: func(u *unstructured.Unstructured) {
-					fixtures.Object{Unstructured: u}.Label(integrations.QueueNameLabel, "")
-					resume(u, in)
+					fixtures.Object{Unstructured: u}.Label(integrations.QueueNameLabel, "").Released()
 				}},
 		)
 		if in.Ignorable {
-			selected := hold(fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Obj(), in)
+			selected := fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Held().Obj()
 			selected.SetName(base.GetName() + "-on-cluster")
 			unstructured.RemoveNestedField(selected.Object, "spec", "rayClusterSpec")
 			Expect(unstructured.SetNestedStringMap(selected.Object, map[string]string{"ray.io/cluster": "shared"},
@@ -214,27 +213,6 @@ func resumes() []request {
 		}
 	}
 	return out
-}
-
-// hold suspends obj the way Kueue holds its kind.
-func hold(obj *unstructured.Unstructured, in *integrations.Integration) *unstructured.Unstructured {
-	if in.Suspension.Field != nil {
-		Expect(unstructured.SetNestedField(obj.Object, true, in.Suspension.Field...)).To(Succeed())
-		return obj
-	}
-	gates, _, _ := unstructured.NestedSlice(obj.Object, "spec", "schedulingGates")
-	Expect(unstructured.SetNestedSlice(obj.Object, append(gates, map[string]any{"name": in.Suspension.SchedulingGate}),
-		"spec", "schedulingGates")).To(Succeed())
-	return obj
-}
-
-// resume undoes hold.
-func resume(obj *unstructured.Unstructured, in *integrations.Integration) {
-	if in.Suspension.Field != nil {
-		Expect(unstructured.SetNestedField(obj.Object, false, in.Suspension.Field...)).To(Succeed())
-		return
-	}
-	unstructured.RemoveNestedField(obj.Object, "spec", "schedulingGates")
 }
 
 // store creates obj (with the webhooks in place, as the controller would) and
