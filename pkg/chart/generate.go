@@ -330,10 +330,7 @@ func AdmissionPolicies() []GeneratedAdmissionPolicy {
 		g := GeneratedAdmissionPolicy{Rule: r.ID, Name: c.Name, ValuesKey: c.ValuesKey,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: c.FailurePolicy,
 				MatchConstraints: c.MatchConstraints, Variables: c.Variables, Validations: c.Validations}}
-		g.Params = map[string]string{}
-		for _, p := range c.Params {
-			g.Params[p] = admission.ParamPlaceholder(p)
-		}
+		g.Params = placeholders(c.Params)
 		out = append(out, g)
 	}
 	return out
@@ -355,14 +352,21 @@ type GeneratedMutatingPolicy struct {
 func MutatingPolicies() []GeneratedMutatingPolicy {
 	out := []GeneratedMutatingPolicy{}
 	for _, m := range admission.MutatingTwins() {
-		g := GeneratedMutatingPolicy{Step: m.Step, Name: m.Name, ValuesKey: m.ValuesKey, Params: map[string]string{},
+		g := GeneratedMutatingPolicy{Step: m.Step, Name: m.Name, ValuesKey: m.ValuesKey, Params: placeholders(m.Params),
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: m.MatchConstraints,
 				MatchConditions: m.MatchConditions, Variables: m.Variables, Mutations: m.Mutations,
 				ReinvocationPolicy: m.ReinvocationPolicy, FailurePolicy: m.FailurePolicy}}
-		for _, p := range m.Params {
-			g.Params[p] = admission.ParamPlaceholder(p)
-		}
 		out = append(out, g)
+	}
+	return out
+}
+
+// placeholders maps each parameter to what the generated file holds in place
+// of its expression, for the chart to replace.
+func placeholders(params []string) map[string]string {
+	out := make(map[string]string, len(params))
+	for _, p := range params {
+		out[p] = admission.ParamPlaceholder(p)
 	}
 	return out
 }
