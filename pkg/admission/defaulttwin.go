@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"fmt"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -46,26 +45,15 @@ func MutatingTwins() []*MutatingTwin { return []*MutatingTwin{defaultQueueTwin()
 // LocalQueue) read the cluster and stay the webhook's; the annotation comes
 // first in the webhook too, so both choose the same queue.
 func defaultQueueTwin() *MutatingTwin {
-	var kinds, suspendKinds, ignorable []string
+	var suspendKinds []string
 	for _, in := range integrations.All() {
-		if slices.Equal(in.LabelsPath(), []string{"metadata", "labels"}) && !in.TemplateQueue {
-			kinds = append(kinds, in.GVK.Group+"/"+in.GVK.Kind)
-		}
 		if slices.Equal(in.Suspension.Field, []string{"spec", "suspend"}) {
 			suspendKinds = append(suspendKinds, in.GVK.Group+"/"+in.GVK.Kind)
 		}
-		if in.Ignorable {
-			ignorable = append(ignorable, in.GVK.Group+"/"+in.GVK.Kind)
-		}
 	}
-	ann := func(key string) string {
-		return fmt.Sprintf("(has(namespaceObject.metadata.annotations) && '%[1]s' in namespaceObject.metadata.annotations ? "+
-			"namespaceObject.metadata.annotations['%[1]s'] : '')", key)
-	}
-	label := func(key string) string {
-		return fmt.Sprintf("(has(object.metadata.labels) && '%[1]s' in object.metadata.labels ? object.metadata.labels['%[1]s'] : '')", key)
-	}
-	kindKey := "request.kind.group + '/' + request.kind.kind"
+	ann := namespaceAnnotationCEL
+	label := func(key string) string { return labelCEL("object", key) }
+	kindKey := kindKeyCEL
 	return &MutatingTwin{
 		Name:      "default-queue",
 		Step:      "queue-defaulting",
@@ -75,11 +63,10 @@ func defaultQueueTwin() *MutatingTwin {
 		// template, not a pod-based kind's template).
 		MatchConstraints: workloadMatch(admissionregistrationv1.Create),
 		MatchConditions: []admissionregistrationv1.MatchCondition{
-			{Name: "labelled-in-place", Expression: kindKey + " in " + trust.CELList(kinds)},
+			{Name: "labelled-in-place", Expression: kindKey + " in " + trust.CELList(ownLabelKinds())},
 		},
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "ignored", Expression: "(" + kindKey + " in " + trust.CELList(ignorable) +
-				") && has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0"},
+			admissionregistrationv1.Variable{Name: "ignored", Expression: ignoredCEL()},
 			// The webhooks' match condition leaves a trusted controller's part of
 			// another workload alone; so does this.
 			admissionregistrationv1.Variable{Name: "part", Expression: trust.OwnerCEL() + " && variables." + TrustedRequesterParam},

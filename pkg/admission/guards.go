@@ -43,6 +43,7 @@ var (
 		Doc:         "kueue.x-k8s.io/queue-name cannot change while the workload is running (UPDATE only).",
 		Enforcement: EnforcementDeny,
 		Check:       queueImmutabilityName,
+		CEL:         immutableQueueNameCEL(),
 	})
 )
 

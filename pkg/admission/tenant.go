@@ -32,6 +32,7 @@ var (
 			"defaulting.unqueued.action is deny), only trusted controllers may remove kueue.x-k8s.io/queue-name (UPDATE only).",
 		Enforcement: EnforcementDeny,
 		Check:       queueRetentionName,
+		CEL:         queueLabelRemovedCEL(),
 	})
 	RuleResumeWithoutQueue = Register(Rule{
 		ID:    RuleNamespace + ".resume_without_queue",
@@ -40,6 +41,7 @@ var (
 			"true to false, or Kueue's scheduling gate removed) a workload that has no queue (UPDATE only).",
 		Enforcement: EnforcementDeny,
 		Check:       queueRetentionName,
+		CEL:         resumeWithoutQueueCEL(),
 	})
 	RuleLabelMismatch = Register(Rule{
 		ID:    RuleNamespace + ".label_mismatch",
@@ -56,6 +58,7 @@ var (
 			"mutating webhook did not run. Enforced per defaulting.backstop (deny, warn, off).",
 		Enforcement: EnforcementDeny,
 		Check:       backstopName,
+		CEL:         defaultingBackstopCEL(),
 	})
 	RuleUnqueuedWorkload = Register(Rule{
 		ID:    RuleNamespace + ".unqueued_workload",

@@ -119,27 +119,6 @@ func untrustedOwnerCEL() *CELTwin {
 // Kueue's absence decide (kueue_absent denies the same update then) and spares
 // Pods in namespaces Kueue does not manage, which Kueue never gated.
 func onlyKueueReleasesCEL() *CELTwin {
-	var cases []string
-	for _, in := range integrations.All() {
-		s := in.Suspension
-		var resumes string
-		switch {
-		case s.Field != nil:
-			resumes = "(" + trueAt("oldObject", s.Field) + " && !" + trueAt("object", s.Field) + ")"
-		case s.SchedulingGate != "":
-			gated := func(o string) string {
-				return fmt.Sprintf("(has(%[1]s.spec.schedulingGates) && %[1]s.spec.schedulingGates.exists(g, g.name == '%[2]s'))", o, s.SchedulingGate)
-			}
-			resumes = "(" + gated("oldObject") + " && !" + gated("object") + ")"
-		default:
-			continue
-		}
-		if in.Ignorable { // a RayJob on an existing cluster: Kueue ignores it
-			resumes += " && !(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"
-		}
-		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && %s)",
-			in.GVK.Group, in.GVK.Kind, resumes))
-	}
 	q := integrations.QueueNameLabel
 	return &CELTwin{
 		Name:             "release-guard",
@@ -150,7 +129,7 @@ func onlyKueueReleasesCEL() *CELTwin {
 		Variables: append(judgedVariables(),
 			admissionregistrationv1.Variable{Name: "queued", Expression: fmt.Sprintf(
 				"has(object.metadata.labels) && '%[1]s' in object.metadata.labels && object.metadata.labels['%[1]s'] != ''", q)},
-			admissionregistrationv1.Variable{Name: "resumes", Expression: strings.Join(cases, " || ")},
+			admissionregistrationv1.Variable{Name: "resumes", Expression: resumesCEL(true)},
 		),
 		Validations: []admissionregistrationv1.Validation{{
 			Expression: `!variables.judged || !variables.queued || !variables.resumes`,

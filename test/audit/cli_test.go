@@ -2,7 +2,6 @@ package audit_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 
@@ -51,15 +50,9 @@ func rules(o *review.Object) []string {
 // runAudit runs the CLI with the given flags (besides --kubeconfig and -o json).
 func runAudit(args ...string) auditRun {
 	GinkgoHelper()
-	c := &audit.CLI{}
-	fs := pflag.NewFlagSet("audit", pflag.ContinueOnError)
-	c.AddFlags(fs)
-	Expect(fs.Parse(append([]string{"--kubeconfig", env.KubeconfigPath, "-o", "json"}, args...))).To(Succeed())
-	var out, errOut bytes.Buffer
-	code, _ := c.Run(ctx, fs, &out, &errOut)
-	run := auditRun{code: code, stderr: errOut.String(), report: &review.Report{}}
-	Expect(json.Unmarshal(out.Bytes(), run.report)).To(Succeed(), "stdout: %s\nstderr: %s", out.String(), errOut.String())
-	return run
+	code, report, stderr, err := env.Audit(ctx, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return auditRun{code: code, stderr: stderr, report: report}
 }
 
 // writeConfig writes a configuration with the profile and returns its path.

@@ -27,6 +27,8 @@ type drillRequest struct {
 	// for a request only the webhook judges.
 	twin string
 	send func() error
+	// created is a create's object, created for real when the outage admits it.
+	created *unstructured.Unstructured
 }
 
 // The outage drill: every kueue-guard replica down, under both availability
@@ -38,12 +40,20 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 	)
 
 	BeforeAll(func() {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-",
-			Annotations: map[string]string{admission.DefaultQueueAnnotation: "team-queue"}}}
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "drill-"}}
 		Expect(env.Client.Create(ctx, n)).To(Succeed())
 		ns = n.Name
 		installTwins(map[string]any{"availability": "failOpen"})
 		requests = drillRequests(ns)
+		// Annotated once the requests' objects are stored (some start unqueued):
+		// from now on the namespace's workloads must be queued.
+		n.Annotations = map[string]string{admission.DefaultQueueAnnotation: "team-queue"}
+		Expect(env.Client.Update(ctx, n)).To(Succeed())
+		for _, r := range requests {
+			if r.twin == admission.RuleQueueLabelRemoved {
+				Eventually(r.send, 30*time.Second).Should(MatchError(ContainSubstring("["+r.twin+"]")), "the API server sees the annotation")
+			}
+		}
 	})
 
 	drill := func(mode string) {
@@ -94,6 +104,44 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 
 	It("fails closed: every tenant request is refused, the twins name the tricks they cover", func() { drill("failClosed") })
 	It("fails open: the twins still refuse the tricks they cover, the rest is admitted unjudged", func() { drill("failOpen") })
+
+	It("after a fail-open outage, the audit finds nothing admitted that a twin should have refused", func() {
+		setWorkloadFailurePolicy("failOpen")
+		Eventually(func() error { return env.Client.Create(ctx, queuedJob(ns, "probe"), client.DryRunAll) }, 30*time.Second).
+			Should(Succeed(), "the webhook fails open")
+		admitted := map[string]bool{}
+		for _, r := range requests {
+			if r.created != nil {
+				Expect(env.Client.Create(ctx, r.created.DeepCopy())).To(Succeed(), "%s: admitted during the outage", r.what)
+				admitted[r.created.GetKind()+"/"+r.created.GetName()] = true
+			}
+		}
+		// kueue-guard back: the audit judges what the outage let in.
+		dir := GinkgoT().TempDir()
+		_, err := testenv.CopyShippedPolicies(dir)
+		Expect(err).NotTo(HaveOccurred())
+		_, report, stderr, err := env.Audit(ctx, "-n", ns, "--policies", dir)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		twinned := map[string]bool{}
+		for _, r := range admission.Rules() {
+			twinned[r.ID] = r.CEL != nil && r.CEL.ValuesKey == admission.WorkloadTwinsValuesKey
+		}
+		found := map[string]int{}
+		audited := 0
+		for _, o := range report.Objects {
+			if !admitted[o.Kind+"/"+o.Name] {
+				continue
+			}
+			audited++
+			for _, f := range o.Findings {
+				Expect(twinned[f.Rule]).To(BeFalse(), "%s %s admitted during the outage breaks %s, which a twin enforces", o.Kind, o.Name, f.Rule)
+				found[f.Rule+" ("+f.Enforcement+")"]++
+			}
+		}
+		Expect(audited).To(Equal(len(admitted)), "the audit judged every workload the outage admitted")
+		AddReportEntry("after the outage, the audit of what it admitted", fmt.Sprintf(
+			"%d workloads admitted unjudged; findings by rule (none a twin's): %v", audited, found))
+	})
 })
 
 // installTwins creates the chart's workload twins (validating and mutating),
@@ -162,38 +210,59 @@ func drillRequests(ns string) []drillRequest {
 	// Held, queued workloads, stored before the outage while a replica served.
 	held := fixtures.Job(ns, "held").Queue("team-queue").Held().Obj()
 	gated := fixtures.Pod(ns, "gated").Queue("team-queue").Held().Obj()
+	unqueued := fixtures.Job(ns, "held-unqueued").Held().Obj()
+	running := fixtures.Job(ns, "running").Obj()
 	cfg := testenv.ConfigWithoutKueue()
 	cfg.Policies.Directory = GinkgoT().TempDir()
 	srv, err := env.StartServer(ctx, env.Config, cfg)
 	Expect(err).NotTo(HaveOccurred())
-	for _, o := range []*unstructured.Unstructured{held, gated} {
+	for _, o := range []*unstructured.Unstructured{held, gated, unqueued, running} {
 		Expect(env.Client.Create(ctx, o)).To(Succeed(), "stored before the outage")
 	}
 	Expect(srv.Stop()).To(Succeed())
-	resume := func(obj *unstructured.Unstructured) func() error {
+	update := func(obj *unstructured.Unstructured, edit func(fixtures.Object)) func() error {
 		return func() error {
 			cur := &unstructured.Unstructured{}
 			cur.SetGroupVersionKind(obj.GroupVersionKind())
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
 				return err
 			}
-			return env.Client.Update(ctx, fixtures.Object{Unstructured: cur}.Released().Obj(), client.DryRunAll)
+			edit(fixtures.Object{Unstructured: cur})
+			return env.Client.Update(ctx, cur, client.DryRunAll)
 		}
+	}
+	resume := func(obj *unstructured.Unstructured) func() error {
+		return update(obj, func(o fixtures.Object) { o.Released() })
+	}
+	dequeue := func(o fixtures.Object) {
+		l := o.GetLabels()
+		delete(l, integrations.QueueNameLabel)
+		o.SetLabels(l)
 	}
 	big := fixtures.Job(ns, "big").Queue("team-queue").Requests("nvidia.com/gpu", "64").Obj()
 	mismatch := queuedJob(ns, "mismatch")
 	Expect(unstructured.SetNestedField(mismatch.Object, "other-queue", "spec", "template", "metadata", "labels",
 		integrations.QueueNameLabel)).To(Succeed())
+	create := func(what string, obj *unstructured.Unstructured) drillRequest {
+		return drillRequest{what: what, send: dryCreate(obj), created: obj}
+	}
 	return []drillRequest{
-		{"a Job under a Job it is not part of", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Job(ns, "under-job"), "batch/v1", "Job"))},
-		{"a Pod under a ReplicaSet it did not come from", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.Pod(ns, "under-rs"), "apps/v1", "ReplicaSet"))},
-		{"a JobSet under a JobSet", admission.RuleUntrustedOwner, dryCreate(owned(fixtures.JobSet(ns, "under-js"), "jobset.x-k8s.io/v1alpha2", "JobSet"))},
-		{"resuming a held, queued Job", admission.RuleOnlyKueueReleases, resume(held)},
-		{"removing Kueue's gate from a queued Pod", admission.RuleOnlyKueueReleases, resume(gated)},
-		{"a queued Job", "", dryCreate(queuedJob(ns, "plain"))},
-		{"an unqueued Job", "", dryCreate(fixtures.Job(ns, "unqueued").Obj())},
-		{"a queued Job asking for 64 GPUs (a policy's)", "", dryCreate(big)},
-		{"a queued Job whose pod template names another queue (label_mismatch)", "", dryCreate(mismatch)},
-		{"a Deployment", "", dryCreate(fixtures.Deployment(ns, "web").Obj())},
+		{what: "a Job under a Job it is not part of", twin: admission.RuleUntrustedOwner,
+			send: dryCreate(owned(fixtures.Job(ns, "under-job"), "batch/v1", "Job"))},
+		{what: "a Pod under a ReplicaSet it did not come from", twin: admission.RuleUntrustedOwner,
+			send: dryCreate(owned(fixtures.Pod(ns, "under-rs"), "apps/v1", "ReplicaSet"))},
+		{what: "a JobSet under a JobSet", twin: admission.RuleUntrustedOwner,
+			send: dryCreate(owned(fixtures.JobSet(ns, "under-js"), "jobset.x-k8s.io/v1alpha2", "JobSet"))},
+		{what: "resuming a held, queued Job", twin: admission.RuleOnlyKueueReleases, send: resume(held)},
+		{what: "removing Kueue's gate from a queued Pod", twin: admission.RuleOnlyKueueReleases, send: resume(gated)},
+		{what: "taking a held Job out of its queue", twin: admission.RuleQueueLabelRemoved, send: update(held, dequeue)},
+		{what: "resuming a held Job that has no queue", twin: admission.RuleResumeWithoutQueue, send: resume(unqueued)},
+		{what: "queueing a running Job", twin: admission.RuleImmutableQueueName,
+			send: update(running, func(o fixtures.Object) { o.Queue("team-queue") })},
+		create("a queued Job", queuedJob(ns, "plain")),
+		create("an unqueued Job", fixtures.Job(ns, "unqueued").Obj()),
+		create("a queued Job asking for 64 GPUs (a policy's)", big),
+		create("a queued Job whose pod template names another queue (label_mismatch)", mismatch),
+		create("a Deployment", fixtures.Deployment(ns, "web").Obj()),
 	}
 }

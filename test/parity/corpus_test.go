@@ -110,9 +110,7 @@ func defaulting() []request {
 	child.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: parent.GetName(),
 		UID: parent.GetUID(), Controller: new(true)}})
 	out = append(out, request{name: "a trusted controller's Job under a Job", as: trusted, obj: child})
-	rj := fixtures.RayJob(defaultingNS, "on-cluster").Obj()
-	unstructured.RemoveNestedField(rj.Object, "spec", "rayClusterSpec")
-	Expect(unstructured.SetNestedStringMap(rj.Object, map[string]string{"ray.io/cluster": "shared"}, "spec", "clusterSelector")).To(Succeed())
+	rj := onExistingCluster(fixtures.RayJob(defaultingNS, "on-cluster").Obj())
 	return append(out, request{name: "a tenant's RayJob on an existing cluster", as: tenant, obj: rj})
 }
 
@@ -146,7 +144,7 @@ func buildCorpus() []request {
 			}
 		}
 	}
-	return append(append(out, ownerUpdates()...), resumes()...)
+	return append(append(append(out, ownerUpdates()...), resumes()...), queueUpdates()...)
 }
 
 // ownerUpdates are updates of stored objects' controller owners.
@@ -189,7 +187,6 @@ func resumes() []request {
 		unqueued.SetName(base.GetName() + "-unqueued")
 		store(trusted, queued)
 		store(trusted, unqueued)
-		release := func(u *unstructured.Unstructured) { fixtures.Object{Unstructured: u}.Released() }
 		out = append(out,
 			request{name: "a tenant resumes a queued " + k, as: tenant, obj: queued, edit: release},
 			request{name: "a trusted controller resumes a queued " + k, as: trusted, obj: queued, edit: release},
@@ -202,11 +199,8 @@ func resumes() []request {
 				}},
 		)
 		if in.Ignorable {
-			selected := fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Held().Obj()
+			selected := onExistingCluster(fixtures.Object{Unstructured: base.DeepCopy()}.Queue("lq").Held().Obj())
 			selected.SetName(base.GetName() + "-on-cluster")
-			unstructured.RemoveNestedField(selected.Object, "spec", "rayClusterSpec")
-			Expect(unstructured.SetNestedStringMap(selected.Object, map[string]string{"ray.io/cluster": "shared"},
-				"spec", "clusterSelector")).To(Succeed())
 			store(trusted, selected)
 			out = append(out, request{name: "a tenant resumes a queued " + k + " on an existing cluster (Kueue ignores it)",
 				as: tenant, obj: selected, edit: release})

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -25,10 +26,10 @@ import (
 )
 
 // decision is what the API server answered a request: the rules its denial
-// names, and the answer ("" when admitted).
+// names, the rules its warnings name, and the answer ("" when admitted).
 type decision struct {
-	rules  map[string]bool
-	answer string
+	rules, warned map[string]bool
+	answer        string
 	// stored is a CREATE's object as the API server would store it.
 	stored *unstructured.Unstructured
 }
@@ -36,6 +37,7 @@ type decision struct {
 var ruleInMessage = regexp.MustCompile(`\[(kueue_guard\.[a-z0-9_.]+)\]`)
 
 func decide(r request) decision {
+	warnings.take()
 	var err error
 	var stored *unstructured.Unstructured
 	if r.edit == nil {
@@ -48,7 +50,12 @@ func decide(r request) decision {
 		r.edit(cur)
 		err = r.as.Update(ctx, cur, client.DryRunAll)
 	}
-	d := decision{rules: map[string]bool{}, stored: stored}
+	d := decision{rules: map[string]bool{}, warned: map[string]bool{}, stored: stored}
+	for _, w := range warnings.take() {
+		for _, m := range ruleInMessage.FindAllStringSubmatch(w, -1) {
+			d.warned[m[1]] = true
+		}
+	}
 	if err != nil {
 		d.answer = err.Error()
 		for _, m := range ruleInMessage.FindAllStringSubmatch(d.answer, -1) {
@@ -83,8 +90,7 @@ func probe() request {
 	return request{name: "probe", as: tenant, obj: withOwner(kinds("probe")[0], owners[1])}
 }
 
-// removeWebhooks deletes kueue-guard's webhook configurations and waits until
-// the API server no longer calls them.
+// removeWebhooks deletes kueue-guard's webhook configurations of these names.
 func removeWebhooks(names ...string) {
 	for _, n := range names {
 		Expect(client.IgnoreNotFound(admin.Delete(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
@@ -92,7 +98,20 @@ func removeWebhooks(names ...string) {
 		Expect(client.IgnoreNotFound(admin.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
 	}
-	Eventually(func() string { return decide(probe()).answer }, 30*time.Second).Should(BeEmpty(), "the webhooks are gone")
+}
+
+// withoutKueueValidation removes Kueue's validating webhooks for the suite:
+// the API server calls validating webhooks in parallel and answers with
+// whichever denial comes first, so where Kueue refuses what kueue-guard
+// refuses (a running workload's queue change) the webhook side's answer
+// would name either. Kueue's mutating webhooks stay: they hold workloads.
+func withoutKueueValidation() {
+	Expect(admin.Delete(ctx, kq.Validating.DeepCopy())).To(Succeed())
+	// Kueue refuses a queued Job whose max-exec-time-seconds is not positive;
+	// kueue-guard does not.
+	job := fixtures.Job(ns, "probe-kueue-validation").Queue("lq").Label(kueueconstants.MaxExecTimeSecondsLabel, "0").Obj()
+	Eventually(func() string { return decide(request{as: admin, obj: job}).answer }, 30*time.Second).
+		ShouldNot(ContainSubstring(kueueconstants.MaxExecTimeSecondsLabel), "Kueue's validating webhooks are gone")
 }
 
 // restoreWebhooks registers kueue-guard's webhook configurations again and
@@ -109,18 +128,47 @@ func restoreWebhooks(m *admissionregistrationv1.MutatingWebhookConfiguration, v 
 		Should(HaveKey(admission.RuleNotHeld), "the webhooks are back")
 }
 
-// installTwins creates the chart's generated policies for the twinned rules
-// (default values) and waits until the API server enforces them.
-func installTwins() {
+// twinBindings are the names of the installed twins' bindings.
+var twinBindings []string
+
+// installValidatingTwins creates the chart's generated policies for the
+// twinned rules (default values) with their bindings' validationActions set
+// to Warn, and waits until the API server evaluates them. Bound to Deny, the
+// API server names only the first policy that denies; bound to Warn, it
+// answers every failing policy's message as a warning, so that a request's
+// every twin verdict is known.
+func installValidatingTwins() {
 	for _, r := range twinned() {
 		objs, err := testenv.ChartAdmissionPolicies(values, r.ID)
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range objs {
+			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
+				Expect(unstructured.SetNestedStringSlice(o.Object, []string{"Warn"}, "spec", "validationActions")).To(Succeed())
+				twinBindings = append(twinBindings, o.GetName())
+			}
 			Expect(admin.Create(ctx, o)).To(Succeed())
 		}
 	}
-	Eventually(func() map[string]bool { return decide(probe()).rules }, time.Minute).
+	Eventually(func() map[string]bool { return decide(probe()).warned }, time.Minute).
 		Should(HaveKey(admission.RuleUntrustedOwner), "the generated policies are in force")
+}
+
+// denyWithTwins binds the twins to Deny, as the chart does, and waits until
+// the API server refuses with them.
+func denyWithTwins() {
+	for _, name := range twinBindings {
+		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		Expect(admin.Get(ctx, client.ObjectKey{Name: name}, b)).To(Succeed())
+		b.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+		Expect(admin.Update(ctx, b)).To(Succeed())
+	}
+	Eventually(func() map[string]bool { return decide(probe()).rules }, time.Minute).
+		Should(HaveKey(admission.RuleUntrustedOwner), "the twins deny")
+}
+
+// installMutatingTwins creates the chart's generated mutating policies and
+// waits until the API server applies them.
+func installMutatingTwins() {
 	objs, err := testenv.ChartMutatingPolicies(values)
 	Expect(err).NotTo(HaveOccurred())
 	for _, o := range objs {
@@ -147,28 +195,45 @@ func grantEverything() {
 var _ = Describe("the API server's twins decide as the webhook", func() {
 	It("on every request of the corpus, rule by rule", func() {
 		Expect(len(corpus)).To(BeNumerically(">", 300))
+		// The backstop's creates are compared where nothing labelled them.
+		sets := []struct {
+			reqs               []request
+			webhook, apiServer []decision
+		}{{corpus, webhook, apiServer}, {backstopCorpus, backstopWebhook, backstopAPIServer}}
 		var table strings.Builder
 		fmt.Fprintf(&table, "%-36s %8s %8s %8s\n", "rule", "requests", "denied", "admitted")
 		for _, rule := range twinned() {
 			denied, admitted := 0, 0
-			for i, r := range corpus {
-				w, a := webhook[i], apiServer[i]
-				also := slices.ContainsFunc(rule.CEL.AlsoUnder, func(id string) bool { return w.rules[id] })
-				// The twin denies what the webhook denies under the rule, and only
-				// what it denies under it or under a rule that judges the same
-				// request while the cluster state says so.
-				Expect(a.rules[rule.ID]).To(Equal(w.rules[rule.ID] || (also && a.rules[rule.ID])),
-					"%s: %s\n  webhook: %s\n  API server: %s", rule.ID, r.name, w.answer, a.answer)
-				if a.rules[rule.ID] {
-					denied++
-				} else {
-					admitted++
+			for _, set := range sets {
+				for i, r := range set.reqs {
+					w, a := set.webhook[i], set.apiServer[i]
+					also := slices.ContainsFunc(rule.CEL.AlsoUnder, func(id string) bool { return w.rules[id] })
+					// The twin denies what the webhook denies under the rule, and only
+					// what it denies under it or under a rule that judges the same
+					// request while the cluster state says so.
+					Expect(a.warned[rule.ID]).To(Equal(w.rules[rule.ID] || (also && a.warned[rule.ID])),
+						"%s: %s\n  webhook: %s\n  API server: %v", rule.ID, r.name, w.answer, slices.Sorted(maps.Keys(a.warned)))
+					if a.warned[rule.ID] {
+						denied++
+					} else {
+						admitted++
+					}
 				}
 			}
 			Expect(denied).To(BeNumerically(">", 0), "%s: the corpus has requests the rule denies", rule.ID)
-			fmt.Fprintf(&table, "%-36s %8d %8d %8d\n", rule.ID, len(corpus), denied, admitted)
+			fmt.Fprintf(&table, "%-36s %8d %8d %8d\n", rule.ID, denied+admitted, denied, admitted)
 		}
 		AddReportEntry("decisions", table.String())
+	})
+
+	It("refuse, bound to Deny as the chart binds them, exactly the requests they warn about", func() {
+		for i, r := range corpus {
+			a, d := apiServer[i], apiServerDenies[i]
+			Expect(d.answer != "").To(Equal(len(a.warned) > 0), "%s: %s", r.name, d.answer)
+			for id := range d.rules {
+				Expect(a.warned).To(HaveKey(id), "%s: %s", r.name, d.answer)
+			}
+		}
 	})
 
 	It("names every other built-in rule: the webhook alone enforces it", func() {

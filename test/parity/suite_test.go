@@ -10,13 +10,16 @@ package parity
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
@@ -50,11 +53,19 @@ var (
 	// and with only the generated policies.
 	webhook, apiServer []decision
 	corpus             []request
+	// apiServerDenies are the corpus's decisions with the policies bound to Deny.
+	apiServerDenies []decision
+	// warnings are the API server's warnings to the tenant and the trusted identity.
+	warnings = &warningRecorder{}
 	// both are the decisions with the webhooks and the policies, as in production.
 	both []decision
 	// The same for defaulting's corpus.
 	defaultingWebhook, defaultingAPIServer, defaultingBoth []decision
 	defaultingCorpus                                       []request
+	// The backstop's creates, with the validating webhook alone and with the
+	// validating twins alone: what arrives when nothing labelled it.
+	backstopWebhook, backstopAPIServer []decision
+	backstopCorpus                     []request
 	// values are the chart's, but for kinds the managed install does not
 	// integrate: warned, not denied, so that the corpus can hold every kind.
 	values = map[string]any{"config": map[string]any{"integrations": map[string]any{"action": "warn"}}}
@@ -78,6 +89,7 @@ var _ = BeforeSuite(func() {
 	kq, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: kueueFrameworks(),
 		FeatureGates: map[string]bool{"SparkApplicationIntegration": true}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
+	withoutKueueValidation()
 
 	tenant = impersonating(rest.ImpersonationConfig{UserName: tenantUser})
 	trusted = impersonating(rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:" + trustedSA,
@@ -85,16 +97,30 @@ var _ = BeforeSuite(func() {
 	grantEverything()
 	corpus = buildCorpus()
 	defaultingCorpus = defaulting()
+	backstopCorpus = backstopCreates()
 
 	By("the webhook alone")
 	webhook = decideAll(corpus)
 	defaultingWebhook = decideAll(defaultingCorpus)
 
+	By("the validating webhook alone (the mutating webhook down)")
+	removeWebhooks(mutating[0].Name)
+	Eventually(func() map[string]bool { return decide(backstopCorpus[0]).rules }, 30*time.Second).
+		Should(HaveKey(admission.RuleDefaultingBackstop), "the mutating webhook is gone")
+	backstopWebhook = decideAll(backstopCorpus)
+
 	By("the API server's generated policies alone")
-	removeWebhooks(mutating[0].Name, validating[0].Name)
-	installTwins()
+	removeWebhooks(validating[0].Name)
+	Eventually(func() string { return decide(probe()).answer }, 30*time.Second).Should(BeEmpty(), "the webhooks are gone")
+	installValidatingTwins()
+	Eventually(func() map[string]bool { return decide(backstopCorpus[0]).warned }, time.Minute).
+		Should(HaveKey(admission.RuleDefaultingBackstop), "the backstop's twin is in force")
+	backstopAPIServer = decideAll(backstopCorpus)
+	installMutatingTwins()
 	apiServer = decideAll(corpus)
 	defaultingAPIServer = decideAll(defaultingCorpus)
+	denyWithTwins()
+	apiServerDenies = decideAll(corpus)
 
 	By("both, as the chart installs them")
 	restoreWebhooks(mutating[0], validating[0])
@@ -132,9 +158,30 @@ func kueueFrameworks() []string {
 	return out
 }
 
+// warningRecorder keeps the API server's warnings until decide takes them.
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
 func impersonating(ic rest.ImpersonationConfig) client.Client {
 	c := rest.CopyConfig(env.Config)
 	c.Impersonate = ic
+	c.WarningHandlerWithContext = warnings
 	cl, err := client.New(c, client.Options{Scheme: env.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	return cl

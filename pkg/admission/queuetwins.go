@@ -1,0 +1,222 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
+)
+
+// The CEL twins of the guards that keep a workload in its queue: queue
+// retention, queue immutability and the defaulting backstop. They cover the
+// kinds whose queue label is the object's own (as the default-queue twin
+// does), and of "must this namespace's workloads be queued" the part the
+// request shows: the namespace's kueue-guard.io/default-queue annotation. The
+// other sources (defaulting rules, Kueue's default LocalQueue, the unqueued
+// selector) read the cluster or Kueue's Configuration and stay the webhook's.
+
+// The twins' parameters the chart computes from config.defaulting.
+const (
+	// AnnotationDefaultsParam is true unless defaulting.missingLocalQueue is
+	// ignore: then whether the annotation's LocalQueue exists decides, which
+	// only the webhook's cache knows, so the twins leave it to the webhook.
+	AnnotationDefaultsParam = "annotationDefaults"
+	// BackstopDeniesParam is true when defaulting.backstop is deny.
+	BackstopDeniesParam = "backstopDenies"
+)
+
+// TwinCovers reports whether the queue twins and the default-queue twin cover
+// a kind: its queue label is the object's own metadata.labels (not a
+// CronJob's job template, not a label a pod-based kind may keep in its
+// templates, which CEL cannot walk as the webhook does).
+func TwinCovers(in *integrations.Integration) bool {
+	return slices.Equal(in.LabelsPath(), []string{"metadata", "labels"}) && !in.TemplateQueue
+}
+
+// ownLabelKinds are "group/Kind" of the kinds TwinCovers.
+func ownLabelKinds() []string {
+	var out []string
+	for _, in := range integrations.All() {
+		if TwinCovers(in) {
+			out = append(out, in.GVK.Group+"/"+in.GVK.Kind)
+		}
+	}
+	return out
+}
+
+const kindKeyCEL = "request.kind.group + '/' + request.kind.kind"
+
+// labelCEL is the value of a label of root's own metadata, or ”.
+func labelCEL(root, key string) string {
+	return fmt.Sprintf("(has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels ? %[1]s.metadata.labels['%[2]s'] : '')", root, key)
+}
+
+// namespaceAnnotationCEL is an annotation of the request's namespace, or ”.
+func namespaceAnnotationCEL(key string) string {
+	return fmt.Sprintf("(has(namespaceObject.metadata.annotations) && '%[1]s' in namespaceObject.metadata.annotations ? "+
+		"namespaceObject.metadata.annotations['%[1]s'] : '')", key)
+}
+
+// ignoredCEL is kueueIgnores' request-only half: a RayJob on an existing
+// cluster, which Kueue leaves alone whatever its queue.
+func ignoredCEL() string {
+	var kinds []string
+	for _, in := range integrations.Ignorables() {
+		kinds = append(kinds, in.GVK.Group+"/"+in.GVK.Kind)
+	}
+	return "(" + kindKeyCEL + " in " + trust.CELList(kinds) + ") && has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0"
+}
+
+// topVariable is true unless the request is a trusted controller's part of
+// another workload (the webhooks' match condition skips those) or in an
+// exempt namespace: the requests the webhook judges whoever sends them.
+func topVariables() []admissionregistrationv1.Variable {
+	return append(judgedVariables(),
+		admissionregistrationv1.Variable{Name: "top", Expression: "!(" + trust.OwnerCEL() + " && variables." + TrustedRequesterParam +
+			") && !(request.namespace in variables." + ExemptNamespacesParam + ")"})
+}
+
+// queueVariables are the workload's queue before and after, the covered kinds,
+// and whether the namespace owes its workloads a queue by its annotation.
+func queueVariables(update bool) []admissionregistrationv1.Variable {
+	vars := []admissionregistrationv1.Variable{
+		{Name: AnnotationDefaultsParam, Expression: ParamPlaceholder(AnnotationDefaultsParam)},
+		{Name: "covered", Expression: kindKeyCEL + " in " + trust.CELList(ownLabelKinds())},
+		{Name: "queue", Expression: labelCEL("object", integrations.QueueNameLabel)},
+		{Name: "owed", Expression: "variables." + AnnotationDefaultsParam + " && " +
+			namespaceAnnotationCEL(DefaultQueueAnnotation) + " != '' && !(" + ignoredCEL() + ")"},
+	}
+	if update {
+		vars = append(vars, admissionregistrationv1.Variable{Name: "oldQueue", Expression: labelCEL("oldObject", integrations.QueueNameLabel)})
+	}
+	return vars
+}
+
+// queueTwin is the frame every queue twin shares.
+func queueTwin(name string, params []string, ops []admissionregistrationv1.OperationType, vars []admissionregistrationv1.Variable,
+	expr, id, message string) *CELTwin {
+	return &CELTwin{
+		Name:             name,
+		ValuesKey:        WorkloadTwinsValuesKey,
+		Params:           append([]string{TrustedRequesterParam, ExemptNamespacesParam, AnnotationDefaultsParam}, params...),
+		MatchConstraints: workloadMatch(ops...),
+		Variables:        vars,
+		Validations: []admissionregistrationv1.Validation{{
+			Expression:        expr,
+			Reason:            ptr.To(metav1.StatusReasonForbidden),
+			MessageExpression: `"[` + id + `] " + ` + message,
+		}},
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+	}
+}
+
+// queueLabelRemovedCEL is QueueRetention's first half: an untrusted update
+// that removes the queue label in a namespace that owes one.
+func queueLabelRemovedCEL() *CELTwin {
+	vars := append(judgedVariables(), queueVariables(true)...)
+	return queueTwin("queue-retention", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+		"!variables.judged || !variables.covered || !variables.owed || variables.oldQueue == '' || variables.queue != ''",
+		RuleNamespace+".queue_label_removed",
+		`"`+integrations.QueueNameLabel+` cannot be removed (was \"" + variables.oldQueue + "\") in namespace \"" + `+
+			`request.namespace + "\", where workloads must be queued: `+msgOnlyTrustedMayDequeue+
+			`; to move the workload, set another LocalQueue while it is suspended"`)
+}
+
+// resumeWithoutQueueCEL is QueueRetention's second half: an untrusted update
+// that resumes a workload without a queue (and had none) in such a namespace.
+func resumeWithoutQueueCEL() *CELTwin {
+	vars := append(append(judgedVariables(), queueVariables(true)...),
+		admissionregistrationv1.Variable{Name: "resumes", Expression: resumesCEL(false)})
+	return queueTwin("resume-guard", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+		"!variables.judged || !variables.covered || !variables.owed || variables.oldQueue != '' || variables.queue != '' || !variables.resumes",
+		RuleNamespace+".resume_without_queue",
+		`request.kind.kind + " \"" + object.metadata.name + "\" has no `+integrations.QueueNameLabel+
+			` and cannot be resumed in namespace \"" + request.namespace + "\", where workloads must be queued: set `+
+			integrations.QueueNameLabel+` to a LocalQueue and let Kueue admit it"`)
+}
+
+// defaultingBackstopCEL is the Backstop's first half: a new workload without
+// a queue in a namespace whose annotation gives it one. Where the API server
+// runs the default-queue MutatingAdmissionPolicy (1.36 and later) it labels
+// such a workload first and this never fires; on older clusters it refuses
+// what the failed-open mutating webhook did not label.
+func defaultingBackstopCEL() *CELTwin {
+	vars := append(append(topVariables(), queueVariables(false)...),
+		admissionregistrationv1.Variable{Name: BackstopDeniesParam, Expression: ParamPlaceholder(BackstopDeniesParam)})
+	return queueTwin("defaulting-backstop", []string{BackstopDeniesParam}, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, vars,
+		"!variables."+BackstopDeniesParam+" || !variables.top || !variables.covered || !variables.owed || variables.queue != ''",
+		RuleNamespace+".defaulting_backstop",
+		`request.kind.kind + " has no `+integrations.QueueNameLabel+` although namespace \"" + request.namespace + `+
+			`"\"'s workloads get LocalQueue \"" + `+namespaceAnnotationCEL(DefaultQueueAnnotation)+` + "\" (`+
+			SourceNamespaceAnnotation+`): queue defaulting did not run; retry, or set the label yourself"`)
+}
+
+// immutableQueueNameCEL is QueueImmutability: the queue of a workload that
+// is not suspended does not change, whoever asks (Kueue's own webhooks refuse
+// it too), unless the kind's queue may always change.
+func immutableQueueNameCEL() *CELTwin {
+	var cases []string
+	for _, in := range integrations.All() {
+		s := in.Suspension
+		var may string
+		switch {
+		case s.QueueMutable:
+			may = "true"
+		case s.QueueImmutable:
+			may = "false"
+		case s.Field != nil:
+			may = trueAt("object", s.Field)
+		case s.SchedulingGate != "":
+			may = gatedCEL("object", s.SchedulingGate) +
+				" || (has(object.status) && has(object.status.phase) && object.status.phase in ['Succeeded', 'Failed'])"
+		default:
+			continue // pod-based kinds: their queue is read from templates, not covered
+		}
+		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && (%s))",
+			in.GVK.Group, in.GVK.Kind, may))
+	}
+	vars := append(append(topVariables(), queueVariables(true)...),
+		admissionregistrationv1.Variable{Name: "mayChange", Expression: strings.Join(cases, " || ")})
+	return queueTwin("queue-immutability", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+		"!variables.top || !variables.covered || variables.oldQueue == variables.queue || variables.mayChange",
+		RuleNamespace+".immutable_queue_name",
+		`"`+integrations.QueueNameLabel+` cannot be " + (variables.queue == '' ? "removed (was \"" + variables.oldQueue + "\")" : `+
+			`variables.oldQueue == '' ? "added (\"" + variables.queue + "\")" : `+
+			`"changed from \"" + variables.oldQueue + "\" to \"" + variables.queue + "\"") + " while the workload is running"`)
+}
+
+// gatedCEL tests that root (a Pod) carries the named scheduling gate.
+func gatedCEL(root, gate string) string {
+	return fmt.Sprintf("(has(%[1]s.spec.schedulingGates) && %[1]s.spec.schedulingGates.exists(g, g.name == '%[2]s'))", root, gate)
+}
+
+// resumesCEL is workload.Resumes over oldObject and object, per catalog kind:
+// its suspend field goes from true to false, or Kueue's gate is removed. With
+// spareIgnorable, a kind Kueue may ignore does not resume while it is.
+func resumesCEL(spareIgnorable bool) string {
+	var cases []string
+	for _, in := range integrations.All() {
+		s := in.Suspension
+		var resumes string
+		switch {
+		case s.Field != nil:
+			resumes = "(" + trueAt("oldObject", s.Field) + " && !" + trueAt("object", s.Field) + ")"
+		case s.SchedulingGate != "":
+			resumes = "(" + gatedCEL("oldObject", s.SchedulingGate) + " && !" + gatedCEL("object", s.SchedulingGate) + ")"
+		default:
+			continue
+		}
+		if spareIgnorable && in.Ignorable {
+			resumes += " && !(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"
+		}
+		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && %s)",
+			in.GVK.Group, in.GVK.Kind, resumes))
+	}
+	return strings.Join(cases, " || ")
+}
