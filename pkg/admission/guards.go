@@ -29,6 +29,7 @@ var (
 			"outside quota (integrations.action).",
 		Enforcement: EnforcementDeny,
 		Check:       integrationGuardName,
+		CEL:         unsupportedIntegrationCEL(),
 	})
 	RuleQueueOnHold = Register(Rule{
 		ID:          RuleNamespace + ".queue_on_hold",
@@ -127,7 +128,7 @@ func (g *IntegrationGuard) Validate(_ context.Context, req *Request, t Target, v
 	}
 	field := QueueLabelField(in)
 	if g.action == config.IntegrationActionWarn {
-		d.Warn(RuleUnsupportedIntegration, field, g.warning(in))
+		d.Warn(RuleUnsupportedIntegration, field, g.Warning(in))
 		return nil
 	}
 	d.Deny(RuleUnsupportedIntegration, field, g.denial(in, source))
@@ -150,8 +151,10 @@ func (g *IntegrationGuard) denial(in *integrations.Integration, source string) s
 		in.GVK.Kind, in.EffectiveFramework(), verb, g.instead(in))
 }
 
-// warning is the short form (kubectl warnings should stay under 120 characters).
-func (g *IntegrationGuard) warning(in *integrations.Integration) string {
+// Warning is the warning for a kind the install does not integrate, under
+// integrations.action warn: the short form (kubectl warnings should stay under
+// 120 characters).
+func (g *IntegrationGuard) Warning(in *integrations.Integration) string {
 	if g.profile == config.ProfileOSS {
 		return fmt.Sprintf("%s is not enabled in Kueue here: it would run outside quota", in.GVK.Kind)
 	}

@@ -33,6 +33,7 @@ var (
 			"unless Kueue's own hold of that object writes the same value there; on an update, any change to them.",
 		Enforcement: EnforcementDeny,
 		Check:       releaseGuardName,
+		CEL:         kueueMarkerCEL(),
 	})
 )
 

@@ -56,6 +56,9 @@ type CELTwin struct {
 	// under, when the cluster state it reads makes another step the judge
 	// (Kueue away: kueue_absent); the parity suite accepts them.
 	AlsoUnder []string
+	// Action, when set, names the chart-computed binding action (Deny or
+	// Warn) that follows the rule's configured enforcement; empty is Deny.
+	Action string
 	// Params are variables whose expressions the chart computes from its
 	// values. The generated file carries ParamPlaceholder(name) in their place;
 	// the chart knows each name.

@@ -314,6 +314,8 @@ type GeneratedAdmissionPolicy struct {
 	ValuesKey string `json:"valuesKey"`
 	// Params are the variables the template computes, with their placeholders.
 	Params map[string]string `json:"params"`
+	// Action names the binding action the template computes; empty is Deny.
+	Action string `json:"action"`
 	// Spec is the ValidatingAdmissionPolicy's spec.
 	Spec admissionregistrationv1.ValidatingAdmissionPolicySpec `json:"spec"`
 }
@@ -327,7 +329,7 @@ func AdmissionPolicies() []GeneratedAdmissionPolicy {
 			continue
 		}
 		c := r.CEL
-		g := GeneratedAdmissionPolicy{Rule: r.ID, Name: c.Name, ValuesKey: c.ValuesKey,
+		g := GeneratedAdmissionPolicy{Rule: r.ID, Name: c.Name, ValuesKey: c.ValuesKey, Action: c.Action,
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: c.FailurePolicy,
 				MatchConstraints: c.MatchConstraints, Variables: c.Variables, Validations: c.Validations}}
 		g.Params = placeholders(c.Params)

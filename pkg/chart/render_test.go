@@ -237,6 +237,8 @@ var _ = Describe("default values", func() {
 			"ValidatingAdmissionPolicy/kueue-guard-resume-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-resume-guard",
 			"ValidatingAdmissionPolicy/kueue-guard-queue-immutability", "ValidatingAdmissionPolicyBinding/kueue-guard-queue-immutability",
 			"ValidatingAdmissionPolicy/kueue-guard-defaulting-backstop", "ValidatingAdmissionPolicyBinding/kueue-guard-defaulting-backstop",
+			"ValidatingAdmissionPolicy/kueue-guard-marker-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-marker-guard",
+			"ValidatingAdmissionPolicy/kueue-guard-integration-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-integration-guard",
 			"MutatingAdmissionPolicy/kueue-guard-default-queue", "MutatingAdmissionPolicyBinding/kueue-guard-default-queue",
 			"Pod/kueue-guard-policy-test",
 			"ClusterRole/kueue-guard-audit", "ClusterRoleBinding/kueue-guard-audit",
@@ -311,6 +313,35 @@ var _ = Describe("default values", func() {
 		Expect(*v.Webhooks[0].FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
 		_, err = kg.Render(values("{availability: failOpen, apiServerRules: {enabled: false}}"))
 		Expect(err).To(MatchError(ContainSubstring("availability: failOpen needs apiServerRules.enabled")))
+	})
+
+	DescribeTable("fill the queue twins' parameters from config.defaulting",
+		func(doc, policy, param, want string) {
+			vap := render(doc).get("ValidatingAdmissionPolicy", "kueue-guard-"+policy)
+			vars, _, _ := unstructured.NestedSlice(vap.Object, "spec", "variables")
+			got := map[string]string{}
+			for _, v := range vars {
+				m := v.(map[string]any)
+				got[m["name"].(string)] = m["expression"].(string)
+			}
+			Expect(got).To(HaveKeyWithValue(param, want))
+		},
+		Entry("the annotation owes a queue by default", "", "queue-retention", "annotationDefaults", "true"),
+		Entry("not when a missing LocalQueue is ignored (only the cache knows)", "config: {defaulting: {missingLocalQueue: ignore}}",
+			"queue-retention", "annotationDefaults", "false"),
+		Entry("the backstop denies by default", "", "defaulting-backstop", "backstopDenies", "true"),
+		Entry("not when it only warns", "config: {defaulting: {backstop: warn}}", "defaulting-backstop", "backstopDenies", "false"),
+	)
+
+	It("bind the integration twin as config.integrations.action enforces it, and every other twin to Deny", func() {
+		actions := func(doc, name string) []string {
+			b := render(doc).get("ValidatingAdmissionPolicyBinding", "kueue-guard-"+name)
+			got, _, _ := unstructured.NestedStringSlice(b.Object, "spec", "validationActions")
+			return got
+		}
+		Expect(actions("", "integration-guard")).To(Equal([]string{"Deny"}))
+		Expect(actions("config: {integrations: {action: warn}}", "integration-guard")).To(Equal([]string{"Warn"}))
+		Expect(actions("config: {integrations: {action: warn}}", "owner-guard")).To(Equal([]string{"Deny"}))
 	})
 
 	It("set the production webhook defaults", func() {

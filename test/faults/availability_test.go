@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -259,6 +260,10 @@ func drillRequests(ns string) []drillRequest {
 		{what: "resuming a held Job that has no queue", twin: admission.RuleResumeWithoutQueue, send: resume(unqueued)},
 		{what: "queueing a running Job", twin: admission.RuleImmutableQueueName,
 			send: update(running, func(o fixtures.Object) { o.Queue("team-queue") })},
+		{what: "a queued PyTorchJob, a kind the managed Kueue install does not integrate", twin: admission.RuleUnsupportedIntegration,
+			send: dryCreate(fixtures.PyTorchJob(ns, "legacy").Queue("team-queue").Obj())},
+		{what: "pointing a held Job at another Workload (prebuilt-workload-name)", twin: admission.RuleKueueMarker,
+			send: update(held, func(o fixtures.Object) { o.Label(kueueconstants.PrebuiltWorkloadLabel, "someone-elses") })},
 		create("a queued Job", queuedJob(ns, "plain")),
 		create("an unqueued Job", fixtures.Job(ns, "unqueued").Obj()),
 		create("a queued Job asking for 64 GPUs (a policy's)", big),

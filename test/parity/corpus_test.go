@@ -144,7 +144,8 @@ func buildCorpus() []request {
 			}
 		}
 	}
-	return append(append(append(out, ownerUpdates()...), resumes()...), queueUpdates()...)
+	out = append(append(out, ownerUpdates()...), resumes()...)
+	return append(append(out, queueUpdates()...), markerUpdates()...)
 }
 
 // ownerUpdates are updates of stored objects' controller owners.

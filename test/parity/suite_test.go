@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
@@ -53,7 +54,9 @@ var (
 	// and with only the generated policies.
 	webhook, apiServer []decision
 	corpus             []request
-	// apiServerDenies are the corpus's decisions with the policies bound to Deny.
+	// guardConfig is kueue-guard's configuration, rendered from values.
+	guardConfig *config.Configuration
+	// apiServerDenies are the corpus's decisions with the policies bound as the chart binds them.
 	apiServerDenies []decision
 	// warnings are the API server's warnings to the tenant and the trusted identity.
 	warnings = &warningRecorder{}
@@ -80,9 +83,9 @@ var _ = BeforeSuite(func() {
 	env, err = testenv.Start(mutating, validating)
 	Expect(err).NotTo(HaveOccurred())
 	admin = env.Client
-	cfg, err := testenv.ChartConfiguration(values, GinkgoT().TempDir())
+	guardConfig, err = testenv.ChartConfiguration(values, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	srv, err = env.StartServer(ctx, env.Config, cfg)
+	srv, err = env.StartServer(ctx, env.Config, guardConfig)
 	Expect(err).NotTo(HaveOccurred())
 	// Kueue serving, so that the webhook judges as it does in production (with
 	// Kueue away another rule, kueue_absent, judges resumes).
@@ -119,7 +122,7 @@ var _ = BeforeSuite(func() {
 	installMutatingTwins()
 	apiServer = decideAll(corpus)
 	defaultingAPIServer = decideAll(defaultingCorpus)
-	denyWithTwins()
+	bindAsRendered()
 	apiServerDenies = decideAll(corpus)
 
 	By("both, as the chart installs them")

@@ -1,0 +1,95 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
+)
+
+// The unsupported-integration twin's parameters, from config.installProfile
+// and config.integrations.
+const (
+	// InstallProfileParam is config.installProfile as a CEL string.
+	InstallProfileParam = "installProfile"
+	// EnabledFrameworksParam is config.integrations.frameworks as a CEL list:
+	// under the oss profile, empty means "read Kueue's Configuration", which
+	// only the webhook can, so the twin then judges nothing.
+	EnabledFrameworksParam = "enabledFrameworks"
+	// IntegrationsActionParam names the binding's validationActions: Warn
+	// when config.integrations.action is warn, else Deny.
+	IntegrationsActionParam = "integrationsAction"
+)
+
+// unsupportedIntegrationCEL is IntegrationGuard: a queued workload of a kind
+// the install does not integrate. It reads the queue where the kind keeps its
+// own label (a pod-based kind's templates are the webhook's) and, on CREATE
+// without one, the namespace's annotated default queue; Kueue's default
+// LocalQueue and the defaulting rules stay the webhook's.
+func unsupportedIntegrationCEL() *CELTwin {
+	var managed, frameworks []string
+	queue, oldQueue := "''", "''"
+	for _, in := range integrations.All() {
+		key := "'" + in.GVK.Group + "/" + in.GVK.Kind + "'" // catalog names hold no quote
+		if in.Managed {
+			managed = append(managed, in.GVK.Group+"/"+in.GVK.Kind)
+		}
+		frameworks = append(frameworks, key+": "+
+			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
+		// A chain of conditionals, so that only the request's kind's fields are read.
+		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("object", in.LabelsPath()), queue)
+		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("oldObject", in.LabelsPath()), oldQueue)
+	}
+	return &CELTwin{
+		Name:             "integration-guard",
+		ValuesKey:        WorkloadTwinsValuesKey,
+		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam, InstallProfileParam, EnabledFrameworksParam},
+		Action:           IntegrationsActionParam,
+		MatchConstraints: workloadMatch(admissionregistrationv1.Create, admissionregistrationv1.Update),
+		Variables: append(topVariables(),
+			admissionregistrationv1.Variable{Name: InstallProfileParam, Expression: ParamPlaceholder(InstallProfileParam)},
+			admissionregistrationv1.Variable{Name: EnabledFrameworksParam, Expression: ParamPlaceholder(EnabledFrameworksParam)},
+			admissionregistrationv1.Variable{Name: "key", Expression: kindKeyCEL},
+			admissionregistrationv1.Variable{Name: "frameworks", Expression: "{" + strings.Join(frameworks, ", ") + "}"},
+			admissionregistrationv1.Variable{Name: "unsupported", Expression: "variables.key in variables.frameworks && (variables." +
+				InstallProfileParam + " == 'managed' ? !(variables.key in " + trust.CELList(managed) + ") : size(variables." +
+				EnabledFrameworksParam + ") > 0 && !variables.frameworks[variables.key].exists(f, f in variables." +
+				EnabledFrameworksParam + "))"},
+			// On CREATE a workload without a queue gets the namespace's
+			// annotated default (effectiveQueue), whether or not defaulting ran.
+			admissionregistrationv1.Variable{Name: "ownQueue", Expression: queue},
+			admissionregistrationv1.Variable{Name: "queue", Expression: "variables.ownQueue != '' || request.operation != 'CREATE' ? " +
+				"variables.ownQueue : " + namespaceAnnotationCEL(DefaultQueueAnnotation)},
+			admissionregistrationv1.Variable{Name: "oldQueue", Expression: "request.operation == 'UPDATE' ? (" + oldQueue + ") : ''"},
+			// Judged on CREATE, and on an UPDATE that changes the queue of an
+			// object not being deleted (its cleanup must finish).
+			admissionregistrationv1.Variable{Name: "judgedOp", Expression: "request.operation == 'CREATE' || " +
+				"(variables.ownQueue != variables.oldQueue && !has(oldObject.metadata.deletionTimestamp))"},
+		),
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: "!variables.top || !variables.unsupported || variables.queue == '' || !variables.judgedOp",
+			Reason:     ptr.To(metav1.StatusReasonForbidden),
+			MessageExpression: `"[` + RuleNamespace + `.unsupported_integration] " + request.kind.kind + " (" + ` +
+				`variables.frameworks[variables.key][0] + ") is not " + (variables.` + InstallProfileParam + ` == 'managed' ? ` +
+				`"supported by the managed Kueue install" : "enabled in kueue-guard's integrations.frameworks") + ` +
+				`": Kueue will not manage it, so it would run outside quota"`,
+		}},
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+	}
+}
+
+// labelAtCEL is the queue label in the labels map at path under root, or ”,
+// testing each level's presence.
+func labelAtCEL(root string, path []string) string {
+	terms := make([]string, 0, len(path))
+	for i := range path {
+		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
+	}
+	m := root + "." + strings.Join(path, ".")
+	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", strings.Join(terms, " && "), integrations.QueueNameLabel, m, m)
+}
