@@ -42,8 +42,8 @@ func unsupportedIntegrationCEL() *CELTwin {
 		frameworks = append(frameworks, key+": "+
 			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
 		// A chain of conditionals, so that only the request's kind's fields are read.
-		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("object", in.LabelsPath()), queue)
-		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("oldObject", in.LabelsPath()), oldQueue)
+		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("object", in.LabelsPath(), integrations.QueueNameLabel), queue)
+		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("oldObject", in.LabelsPath(), integrations.QueueNameLabel), oldQueue)
 	}
 	return &CELTwin{
 		Name:             "integration-guard",
@@ -83,13 +83,13 @@ func unsupportedIntegrationCEL() *CELTwin {
 	}
 }
 
-// labelAtCEL is the queue label in the labels map at path under root, or ”,
-// testing each level's presence.
-func labelAtCEL(root string, path []string) string {
+// labelAtCEL is the label key in the labels map at path under root, or the
+// empty string, testing each level's presence.
+func labelAtCEL(root string, path []string, key string) string {
 	terms := make([]string, 0, len(path))
 	for i := range path {
 		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
 	}
 	m := root + "." + strings.Join(path, ".")
-	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", strings.Join(terms, " && "), integrations.QueueNameLabel, m, m)
+	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", strings.Join(terms, " && "), key, m, m)
 }

@@ -36,7 +36,7 @@ const (
 // CronJob's job template, not a label a pod-based kind may keep in its
 // templates, which CEL cannot walk as the webhook does).
 func TwinCovers(in *integrations.Integration) bool {
-	return slices.Equal(in.LabelsPath(), []string{"metadata", "labels"}) && !in.TemplateQueue
+	return slices.Equal(in.LabelsPath(), ownLabels) && !in.TemplateQueue
 }
 
 // ownLabelKinds are "group/Kind" of the kinds TwinCovers.
@@ -52,12 +52,10 @@ func ownLabelKinds() []string {
 
 const kindKeyCEL = "request.kind.group + '/' + request.kind.kind"
 
-// labelCEL is the value of a label of root's own metadata, or ”.
-func labelCEL(root, key string) string {
-	return fmt.Sprintf("(has(%[1]s.metadata.labels) && '%[2]s' in %[1]s.metadata.labels ? %[1]s.metadata.labels['%[2]s'] : '')", root, key)
-}
+// ownLabels is where the kinds TwinCovers keep their queue label.
+var ownLabels = []string{"metadata", "labels"}
 
-// namespaceAnnotationCEL is an annotation of the request's namespace, or ”.
+// namespaceAnnotationCEL is an annotation of the request's namespace, or the empty string.
 func namespaceAnnotationCEL(key string) string {
 	return fmt.Sprintf("(has(namespaceObject.metadata.annotations) && '%[1]s' in namespaceObject.metadata.annotations ? "+
 		"namespaceObject.metadata.annotations['%[1]s'] : '')", key)
@@ -88,12 +86,12 @@ func queueVariables(update bool) []admissionregistrationv1.Variable {
 	vars := []admissionregistrationv1.Variable{
 		{Name: AnnotationDefaultsParam, Expression: ParamPlaceholder(AnnotationDefaultsParam)},
 		{Name: "covered", Expression: kindKeyCEL + " in " + trust.CELList(ownLabelKinds())},
-		{Name: "queue", Expression: labelCEL("object", integrations.QueueNameLabel)},
+		{Name: "queue", Expression: labelAtCEL("object", ownLabels, integrations.QueueNameLabel)},
 		{Name: "owed", Expression: "variables." + AnnotationDefaultsParam + " && " +
 			namespaceAnnotationCEL(DefaultQueueAnnotation) + " != '' && !(" + ignoredCEL() + ")"},
 	}
 	if update {
-		vars = append(vars, admissionregistrationv1.Variable{Name: "oldQueue", Expression: labelCEL("oldObject", integrations.QueueNameLabel)})
+		vars = append(vars, admissionregistrationv1.Variable{Name: "oldQueue", Expression: labelAtCEL("oldObject", ownLabels, integrations.QueueNameLabel)})
 	}
 	return vars
 }

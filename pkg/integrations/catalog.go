@@ -75,6 +75,10 @@ type Integration struct {
 	// Kueue acts on are the pods', so a label in the pod template counts as the
 	// workload's when the object itself has none.
 	TemplateQueue bool
+	// PodTemplates are, for a TemplateQueue kind, the metadata paths of its
+	// pod templates (spec.template.metadata): where the API server's CEL
+	// twins, which cannot walk the object, read the template's labels.
+	PodTemplates [][]string
 	// PodBased marks the kinds Kueue manages through its pod integration (Pod,
 	// Deployment, StatefulSet, LeaderWorkerSet): Kueue leaves them alone
 	// entirely in namespaces outside its managedJobsNamespaceSelector.
@@ -152,7 +156,10 @@ func (i *Integration) AnnotationsPath() []string {
 	return append(slices.Clone(i.QueueLabelPath), "annotations")
 }
 
-var topLevelMeta = []string{"metadata"}
+var (
+	topLevelMeta = []string{"metadata"}
+	podTemplate  = [][]string{{"spec", "template", "metadata"}}
+)
 
 const (
 	useTrainJob = "TrainJob (trainer.kubeflow.org/v1alpha1)"
@@ -172,11 +179,13 @@ var catalog = []Integration{
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}, PodBased: true},
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true},
+		PodTemplates: podTemplate, ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true},
 	{GVK: gvk("apps", "v1", "StatefulSet"), Resource: "statefulsets", Framework: "statefulset", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,
-		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true, PodGroups: true},
+		PodTemplates: podTemplate, ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true, PodGroups: true},
 	{GVK: gvk("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet"), Resource: "leaderworkersets",
 		Framework: "leaderworkerset.x-k8s.io/leaderworkerset", Alternative: useJobSet, Suspension: Suspension{QueueImmutable: true}, TemplateQueue: true,
+		PodTemplates: [][]string{{"spec", "leaderWorkerTemplate", "leaderTemplate", "metadata"},
+			{"spec", "leaderWorkerTemplate", "workerTemplate", "metadata"}},
 		ScaleJudged: true, ScaleReplicas: specReplicas, PodBased: true, PodGroups: true},
 	{GVK: gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"), Resource: "jobsets", Framework: "jobset.x-k8s.io/jobset", Managed: true, Suspension: specSuspend},
 	{GVK: gvk("ray.io", "v1", "RayJob"), Resource: "rayjobs", Framework: "ray.io/rayjob", Managed: true, Suspension: specSuspend, Ignorable: true},
