@@ -32,6 +32,8 @@ var (
 		Doc:         "An object that would run a second Kueue controller manager is denied: Kueue is a cluster singleton.",
 		Enforcement: EnforcementDeny,
 		Check:       controllerGuardName,
+		WebhookOnly: "it recognises a Kueue controller manager by its image, arguments and chart (parsed in Go), and the " +
+			"running one (the informer cache); it guards against an admin's mistake, and its webhook fails open by default",
 	})
 	RuleKueueWebhookSingleton = Register(Rule{
 		ID:    kueueWebhookSingletonID,

@@ -45,6 +45,7 @@ var RuleMissingLocalQueue = Register(Rule{
 		"otherwise the workload stays pending. Enforced per defaulting.missingLocalQueue (warn, deny, ignore).",
 	Enforcement: EnforcementWarn,
 	Check:       queueChecksName,
+	WebhookOnly: "it reads whether the LocalQueue exists (the informer cache)",
 })
 
 // RuleQueuesUnknown is reported instead of RuleMissingLocalQueue while
@@ -61,6 +62,7 @@ var RuleQueuesUnknown = Register(Rule{
 		"kueue_guard_kueue_api_served is 0 meanwhile.",
 	Enforcement: EnforcementWarn,
 	Check:       queueChecksName,
+	WebhookOnly: "it reads whether Kueue's API is served (the informer cache)",
 })
 
 // QueuesUnknownWarning is the warning for a queue that cannot be looked up.

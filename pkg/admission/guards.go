@@ -37,6 +37,7 @@ var (
 		Doc:         "The workload's LocalQueue or ClusterQueue has a stopPolicy that holds it: nothing is admitted until it resumes.",
 		Enforcement: EnforcementWarn,
 		Check:       queueChecksName,
+		WebhookOnly: "it reads the queues' stopPolicy (the informer cache)",
 	})
 	RuleImmutableQueueName = Register(Rule{
 		ID:          RuleNamespace + ".immutable_queue_name",

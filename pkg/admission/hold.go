@@ -27,6 +27,8 @@ var RuleNotHeld = Register(Rule{
 		"arrives without it (kueue-guard's mutating webhook did not run, or a later one undid it). CREATE only.",
 	Enforcement: EnforcementDeny,
 	Check:       kueueHoldName,
+	WebhookOnly: "it applies Kueue's own hold of each kind (in Go); while kueue-guard is down, the default-queue " +
+		"policy labels new workloads before Kueue's webhook, which then holds them",
 })
 
 // KueueHold makes "labelled" mean "held": on CREATE, a workload Kueue will

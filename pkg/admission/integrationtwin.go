@@ -46,7 +46,9 @@ func unsupportedIntegrationCEL() *CELTwin {
 		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("oldObject", in.LabelsPath(), integrations.QueueNameLabel), oldQueue)
 	}
 	return &CELTwin{
-		Name:             "integration-guard",
+		Name: "integration-guard",
+		Covers: "the managed profile, or oss with integrations.frameworks set (not Kueue's Configuration); a queue in " +
+			"the kind's own place or from the namespace's default-queue annotation",
 		ValuesKey:        WorkloadTwinsValuesKey,
 		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam, InstallProfileParam, EnabledFrameworksParam},
 		Action:           IntegrationsActionParam,

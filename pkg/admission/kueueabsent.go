@@ -30,6 +30,7 @@ var RuleKueueAbsent = Register(Rule{
 		"kueueAbsent (suspend, deny, allow); kueue_guard_kueue_serving is 0 meanwhile.",
 	Enforcement: EnforcementDeny,
 	Check:       kueueAbsenceName,
+	WebhookOnly: "it reads whether Kueue is serving (its webhook configuration and CRDs)",
 })
 
 // KueueAbsence keeps queued workloads waiting while Kueue is not serving. On

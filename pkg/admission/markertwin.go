@@ -28,6 +28,7 @@ func kueueMarkerCEL() *CELTwin {
 	markers := trust.CELList(workload.ReservedMarkers)
 	return &CELTwin{
 		Name:             "marker-guard",
+		Covers:           "updates of the object's own labels and annotations (not nested templates, not a new object's markers)",
 		ValuesKey:        WorkloadTwinsValuesKey,
 		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam},
 		MatchConstraints: workloadMatch(admissionregistrationv1.Update),

@@ -96,11 +96,16 @@ func queueVariables(update bool) []admissionregistrationv1.Variable {
 	return vars
 }
 
+// owedCovers is what the twins that need "must this namespace be queued" cover.
+const owedCovers = "namespaces whose kueue-guard.io/default-queue annotation owes a queue (not Kueue's default " +
+	"LocalQueue, the defaulting rules or the unqueued selector); kinds labelled in their own metadata"
+
 // queueTwin is the frame every queue twin shares.
-func queueTwin(name string, params []string, ops []admissionregistrationv1.OperationType, vars []admissionregistrationv1.Variable,
-	expr, id, message string) *CELTwin {
+func queueTwin(name, covers string, params []string, ops []admissionregistrationv1.OperationType,
+	vars []admissionregistrationv1.Variable, expr, id, message string) *CELTwin {
 	return &CELTwin{
 		Name:             name,
+		Covers:           covers,
 		ValuesKey:        WorkloadTwinsValuesKey,
 		Params:           append([]string{TrustedRequesterParam, ExemptNamespacesParam, AnnotationDefaultsParam}, params...),
 		MatchConstraints: workloadMatch(ops...),
@@ -118,7 +123,7 @@ func queueTwin(name string, params []string, ops []admissionregistrationv1.Opera
 // that removes the queue label in a namespace that owes one.
 func queueLabelRemovedCEL() *CELTwin {
 	vars := append(judgedVariables(), queueVariables(true)...)
-	return queueTwin("queue-retention", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+	return queueTwin("queue-retention", owedCovers, nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
 		"!variables.judged || !variables.covered || !variables.owed || variables.oldQueue == '' || variables.queue != ''",
 		RuleNamespace+".queue_label_removed",
 		`"`+integrations.QueueNameLabel+` cannot be removed (was \"" + variables.oldQueue + "\") in namespace \"" + `+
@@ -131,7 +136,7 @@ func queueLabelRemovedCEL() *CELTwin {
 func resumeWithoutQueueCEL() *CELTwin {
 	vars := append(append(judgedVariables(), queueVariables(true)...),
 		admissionregistrationv1.Variable{Name: "resumes", Expression: resumesCEL(false)})
-	return queueTwin("resume-guard", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+	return queueTwin("resume-guard", owedCovers, nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
 		"!variables.judged || !variables.covered || !variables.owed || variables.oldQueue != '' || variables.queue != '' || !variables.resumes",
 		RuleNamespace+".resume_without_queue",
 		`request.kind.kind + " \"" + object.metadata.name + "\" has no `+integrations.QueueNameLabel+
@@ -147,7 +152,7 @@ func resumeWithoutQueueCEL() *CELTwin {
 func defaultingBackstopCEL() *CELTwin {
 	vars := append(append(topVariables(), queueVariables(false)...),
 		admissionregistrationv1.Variable{Name: BackstopDeniesParam, Expression: ParamPlaceholder(BackstopDeniesParam)})
-	return queueTwin("defaulting-backstop", []string{BackstopDeniesParam}, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, vars,
+	return queueTwin("defaulting-backstop", owedCovers, []string{BackstopDeniesParam}, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, vars,
 		"!variables."+BackstopDeniesParam+" || !variables.top || !variables.covered || !variables.owed || variables.queue != ''",
 		RuleNamespace+".defaulting_backstop",
 		`request.kind.kind + " has no `+integrations.QueueNameLabel+` although namespace \"" + request.namespace + `+
@@ -181,7 +186,8 @@ func immutableQueueNameCEL() *CELTwin {
 	}
 	vars := append(append(topVariables(), queueVariables(true)...),
 		admissionregistrationv1.Variable{Name: "mayChange", Expression: strings.Join(cases, " || ")})
-	return queueTwin("queue-immutability", nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
+	const covers = "kinds labelled in their own metadata (not a CronJob's job template, not a pod-based kind's templates)"
+	return queueTwin("queue-immutability", covers, nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
 		"!variables.top || !variables.covered || variables.oldQueue == variables.queue || variables.mayChange",
 		RuleNamespace+".immutable_queue_name",
 		`"`+integrations.QueueNameLabel+` cannot be " + (variables.queue == '' ? "removed (was \"" + variables.oldQueue + "\")" : `+

@@ -38,9 +38,12 @@ type Rule struct {
 	// for a rule only its CEL twin enforces (the webhook never sees what it
 	// judges).
 	Check string
-	// CEL is the rule's twin that the API server evaluates itself, where the
-	// webhook cannot see the objects (nil for most rules).
+	// CEL is the rule's twin that the API server evaluates itself, so that
+	// the rule holds while no kueue-guard replica answers.
 	CEL *CELTwin
+	// WebhookOnly says, for a rule without a twin, why only the webhook can
+	// judge it (what it reads that a request does not carry).
+	WebhookOnly string
 }
 
 // CELTwin is a ValidatingAdmissionPolicy the chart installs for a rule: the
@@ -49,6 +52,9 @@ type Rule struct {
 type CELTwin struct {
 	// Name is appended to the release's full name to name the policy.
 	Name string
+	// Covers says which part of what the webhook judges the twin judges,
+	// when not all of it (the rest reads the cluster or walks the object).
+	Covers string
 	// ValuesKey is the chart value (a map with `enabled`) that switches the
 	// policy on; empty installs it always.
 	ValuesKey string

@@ -61,6 +61,12 @@ func (policyStep) Validate(context.Context, *guard.Request, guard.Target, cluste
 }
 
 var _ = Describe("the workload guards' CEL twins", func() {
+	It("exist for every built-in rule, or the rule says why only the webhook can judge it", func() {
+		for _, r := range guard.Rules() {
+			Expect(r.CEL != nil || r.WebhookOnly != "").To(BeTrue(), "%s has neither a twin nor a reason", r.ID)
+		}
+	})
+
 	variable := func(id, name string) string {
 		r, ok := guard.LookupRule(id)
 		Expect(ok).To(BeTrue())

@@ -31,6 +31,7 @@ var RuleObjectTooComplex = Register(Rule{
 		MaxObjectDepth, MaxObjectValues),
 	Enforcement: EnforcementDeny,
 	Check:       objectShapeName,
+	WebhookOnly: "it walks the whole object; the API server bounds CEL's cost itself",
 })
 
 // ObjectShape denies an object beyond MaxObjectDepth or MaxObjectValues. It runs

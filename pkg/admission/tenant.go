@@ -50,6 +50,8 @@ var (
 			"the workload's own: Kueue and the pods it admits read those places too.",
 		Enforcement: EnforcementDeny,
 		Check:       labelConsistencyName,
+		WebhookOnly: "it walks every nested template at any depth (a JobSet's job templates, Kubeflow's replica specs, " +
+			"an AppWrapper's embedded objects), which CEL cannot do on an object of unknown shape",
 	})
 	RuleDefaultingBackstop = Register(Rule{
 		ID:    RuleNamespace + ".defaulting_backstop",
@@ -67,6 +69,7 @@ var (
 			"defaulting.unqueued (allow, warn, deny) in the namespaces its selector matches.",
 		Enforcement: EnforcementWarn,
 		Check:       backstopName,
+		WebhookOnly: "it reads Kueue's manageJobsWithoutQueueName and managedJobsNamespaceSelector (Kueue's Configuration)",
 	})
 	RulePodGroupResize = Register(Rule{
 		ID:    RuleNamespace + ".pod_group_resize",
@@ -75,6 +78,8 @@ var (
 			"back, not between two sizes (UPDATE and the scale subresource).",
 		Enforcement: EnforcementDeny,
 		Check:       podGroupResizeName,
+		WebhookOnly: "it reads the workload a scale request resizes (the informer cache); Kueue's own webhook refuses " +
+			"the same update",
 	})
 	RuleUntrustedOwner = Register(Rule{
 		ID:    untrustedOwnerID,

@@ -20,6 +20,7 @@ var RuleKueueUnmanaged = Register(Rule{
 		"a queue they carry is reported, since they run outside quota.",
 	Enforcement: EnforcementWarn,
 	Check:       queueChecksName,
+	WebhookOnly: "it reads Kueue's managedJobsNamespaceSelector (Kueue's Configuration)",
 })
 
 // KueueIgnores says why Kueue will not manage the workload whatever its queue

@@ -25,6 +25,7 @@ var RulePolicyEvaluation = admission.Register(admission.Rule{
 	Doc:         "The Rego policy set could not be evaluated for the workload; policies.onError decides (deny or allow).",
 	Enforcement: admission.EnforcementDeny,
 	Check:       StepName,
+	WebhookOnly: "it evaluates the Rego policies",
 })
 
 // maxWarning caps one admission warning. The API server truncates long warnings

@@ -44,7 +44,8 @@ func Markdown(root string) ([]byte, error) {
 	b.WriteString("Checked by the pipeline's steps (see [architecture.md](architecture.md)) in the webhook; a rule with a\n")
 	b.WriteString("CEL twin is also installed by the chart as a ValidatingAdmissionPolicy the API server evaluates itself, so\n")
 	b.WriteString("that it holds while no kueue-guard replica answers (see reliability.md, \"When kueue-guard is down\").\n")
-	b.WriteString("\"enforced by\" says which: webhook, API server, or both.\n\n")
+	b.WriteString("\"enforced by\" says which: webhook, API server, or both; \"checked by\" says what a twin covers when\n")
+	b.WriteString("not all of it, and why a rule has none.\n\n")
 	b.WriteString("| id | title | default | enforced by | checked by | what it guarantees |\n|---|---|---|---|---|---|\n")
 	for _, r := range admission.Rules() {
 		var by, check string
@@ -53,8 +54,14 @@ func Markdown(root string) ([]byte, error) {
 			by, check = "API server", "CEL twin `"+r.CEL.Name+"`"
 		case r.CEL != nil:
 			by, check = "both", "`"+r.Check+"` step; CEL twin `"+r.CEL.Name+"`"
+			if r.CEL.Covers != "" {
+				check += " (on " + r.CEL.Covers + ")"
+			}
 		default:
 			by, check = "webhook", "`"+r.Check+"` step"
+			if r.WebhookOnly != "" {
+				check += " (no twin: " + r.WebhookOnly + ")"
+			}
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), r.Enforcement, by, check, cell(r.Doc))
 	}
