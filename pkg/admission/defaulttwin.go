@@ -157,11 +157,8 @@ func metadataApply(fields string) string {
 func hasLabelCEL(key string) string {
 	out := "false"
 	for _, in := range integrations.All() {
-		terms := []string{labelAtCEL("object", in.LabelsPath(), key) + " != ''"}
-		for _, t := range in.PodTemplates {
-			terms = append(terms, labelAtCEL("object", append(slices.Clone(t), "labels"), key)+" != ''")
-		}
-		out = fmt.Sprintf("(variables.key == '%s/%s' ? (%s) : %s)", in.GVK.Group, in.GVK.Kind, strings.Join(terms, " || "), out)
+		out = fmt.Sprintf("(variables.key == '%s/%s' ? %s != '' : %s)", in.GVK.Group, in.GVK.Kind,
+			effectiveLabelCEL("object", in, key), out)
 	}
 	return out
 }

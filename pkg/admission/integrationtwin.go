@@ -28,7 +28,7 @@ const (
 
 // unsupportedIntegrationCEL is IntegrationGuard: a queued workload of a kind
 // the install does not integrate. It reads the queue where the kind keeps its
-// own label (a pod-based kind's templates are the webhook's) and, on CREATE
+// own label (or, for a pod-based kind, its pod template's) and, on CREATE
 // without one, the namespace's annotated default queue; Kueue's default
 // LocalQueue and the defaulting rules stay the webhook's.
 func unsupportedIntegrationCEL() *CELTwin {
@@ -42,8 +42,8 @@ func unsupportedIntegrationCEL() *CELTwin {
 		frameworks = append(frameworks, key+": "+
 			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
 		// A chain of conditionals, so that only the request's kind's fields are read.
-		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("object", in.LabelsPath(), integrations.QueueNameLabel), queue)
-		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, labelAtCEL("oldObject", in.LabelsPath(), integrations.QueueNameLabel), oldQueue)
+		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, effectiveLabelCEL("object", in, integrations.QueueNameLabel), queue)
+		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, effectiveLabelCEL("oldObject", in, integrations.QueueNameLabel), oldQueue)
 	}
 	return &CELTwin{
 		Name: "integration-guard",

@@ -50,8 +50,7 @@ var (
 			"the workload's own: Kueue and the pods it admits read those places too.",
 		Enforcement: EnforcementDeny,
 		Check:       labelConsistencyName,
-		WebhookOnly: "it walks every nested template at any depth (a JobSet's job templates, Kubeflow's replica specs, " +
-			"an AppWrapper's embedded objects), which CEL cannot do on an object of unknown shape",
+		CEL:         labelMismatchCEL(),
 	})
 	RuleDefaultingBackstop = Register(Rule{
 		ID:    RuleNamespace + ".defaulting_backstop",

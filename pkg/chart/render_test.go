@@ -238,6 +238,7 @@ var _ = Describe("default values", func() {
 			"ValidatingAdmissionPolicy/kueue-guard-queue-immutability", "ValidatingAdmissionPolicyBinding/kueue-guard-queue-immutability",
 			"ValidatingAdmissionPolicy/kueue-guard-defaulting-backstop", "ValidatingAdmissionPolicyBinding/kueue-guard-defaulting-backstop",
 			"ValidatingAdmissionPolicy/kueue-guard-marker-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-marker-guard",
+			"ValidatingAdmissionPolicy/kueue-guard-label-consistency", "ValidatingAdmissionPolicyBinding/kueue-guard-label-consistency",
 			"ValidatingAdmissionPolicy/kueue-guard-integration-guard", "ValidatingAdmissionPolicyBinding/kueue-guard-integration-guard",
 			"MutatingAdmissionPolicy/kueue-guard-default-queue", "MutatingAdmissionPolicyBinding/kueue-guard-default-queue",
 			"Pod/kueue-guard-policy-test",

@@ -75,9 +75,10 @@ type Integration struct {
 	// Kueue acts on are the pods', so a label in the pod template counts as the
 	// workload's when the object itself has none.
 	TemplateQueue bool
-	// PodTemplates are, for a TemplateQueue kind, the metadata paths of its
-	// pod templates (spec.template.metadata): where the API server's CEL
-	// twins, which cannot walk the object, read the template's labels.
+	// PodTemplates are the metadata paths of the kind's pod templates where
+	// they sit at a fixed place (spec.template.metadata; not in a list or a
+	// map of roles): where the API server's CEL twins, which cannot walk the
+	// object as the webhook does, read a template's labels and annotations.
 	PodTemplates [][]string
 	// PodBased marks the kinds Kueue manages through its pod integration (Pod,
 	// Deployment, StatefulSet, LeaderWorkerSet): Kueue leaves them alone
@@ -173,9 +174,11 @@ var specReplicas = []string{"spec", "replicas"}
 
 // catalog lists every kind. Order is stable and is the order of generated rules.
 var catalog = []Integration{
-	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true, Suspension: specSuspend},
+	{GVK: gvk("batch", "v1", "Job"), Resource: "jobs", Framework: "batch/job", Managed: true, Suspension: specSuspend,
+		PodTemplates: podTemplate},
 	{GVK: gvk("batch", "v1", "CronJob"), Resource: "cronjobs", ChildFramework: "batch/job", Managed: true,
-		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"}},
+		Suspension: Suspension{QueueMutable: true}, QueueLabelPath: []string{"spec", "jobTemplate", "metadata"},
+		PodTemplates: [][]string{{"spec", "jobTemplate", "spec", "template", "metadata"}}},
 	{GVK: gvk("", "v1", "Pod"), Resource: "pods", Framework: "pod", Managed: true,
 		Suspension: Suspension{SchedulingGate: KueueAdmissionGate}, PodBased: true},
 	{GVK: gvk("apps", "v1", "Deployment"), Resource: "deployments", Framework: "deployment", Managed: true, Suspension: noReadyReplicas, TemplateQueue: true,

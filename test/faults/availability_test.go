@@ -262,12 +262,12 @@ func drillRequests(ns string) []drillRequest {
 			send: update(running, func(o fixtures.Object) { o.Queue("team-queue") })},
 		{what: "a queued PyTorchJob, a kind the managed Kueue install does not integrate", twin: admission.RuleUnsupportedIntegration,
 			send: dryCreate(fixtures.PyTorchJob(ns, "legacy").Queue("team-queue").Obj())},
+		{what: "a queued Job whose pod template names another queue", twin: admission.RuleLabelMismatch, send: dryCreate(mismatch)},
 		{what: "pointing a held Job at another Workload (prebuilt-workload-name)", twin: admission.RuleKueueMarker,
 			send: update(held, func(o fixtures.Object) { o.Label(kueueconstants.PrebuiltWorkloadLabel, "someone-elses") })},
 		create("a queued Job", queuedJob(ns, "plain")),
 		create("an unqueued Job", fixtures.Job(ns, "unqueued").Obj()),
 		create("a queued Job asking for 64 GPUs (a policy's)", big),
-		create("a queued Job whose pod template names another queue (label_mismatch)", mismatch),
 		create("a Deployment", fixtures.Deployment(ns, "web").Obj()),
 	}
 }

@@ -145,7 +145,7 @@ func buildCorpus() []request {
 		}
 	}
 	out = append(append(out, ownerUpdates()...), resumes()...)
-	return append(append(out, queueUpdates()...), markerUpdates()...)
+	return append(append(append(out, queueUpdates()...), markerUpdates()...), labelCreates()...)
 }
 
 // ownerUpdates are updates of stored objects' controller owners.

@@ -1,9 +1,16 @@
 package parity
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueconstants "sigs.k8s.io/kueue/pkg/controller/constants"
+	podconstants "sigs.k8s.io/kueue/pkg/controller/jobs/pod/constants"
+
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+
+	. "github.com/onsi/gomega"
 )
 
 // markerUpdates are updates of Kueue's reserved markers in an object's own
@@ -35,6 +42,40 @@ func markerUpdates() []request {
 					u.SetAnnotations(a)
 				}},
 			request{name: "a tenant labels a " + k + " that carries Kueue's markers", as: tenant, obj: marked[i],
+				edit: func(u *unstructured.Unstructured) { u.SetLabels(merge(u.GetLabels(), "team", "a")) }},
+		)
+	}
+	return append(out, templateMarkerUpdates()...)
+}
+
+// templateMarkerUpdates are updates of Kueue's markers in the pod templates of
+// the kinds whose pods Kueue admits (a Deployment's): where Kueue writes
+// pod-suspending-parent.
+func templateMarkerUpdates() []request {
+	const marker = podconstants.SuspendedByParentAnnotation
+	var out []request
+	for i, o := range kinds("tmarked") {
+		in, ok := integrations.Lookup(o.GroupVersionKind().GroupKind())
+		if !ok || len(in.PodTemplates) == 0 {
+			continue
+		}
+		at := append(slices.Clone(in.PodTemplates[0]), "annotations")
+		set := func(value string) func(*unstructured.Unstructured) {
+			return func(u *unstructured.Unstructured) {
+				Expect(unstructured.SetNestedField(u.Object, value, append(at, marker)...)).To(Succeed())
+			}
+		}
+		unset := func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, append(at, marker)...) }
+		plain := kinds("tplain")[i]
+		set("deployment")(o)
+		store(trusted, o)
+		store(trusted, plain)
+		k := o.GetKind()
+		out = append(out,
+			request{name: "a tenant removes Kueue's marker from a " + k + "'s pod template", as: tenant, obj: o, edit: unset},
+			request{name: "a trusted controller removes Kueue's marker from a " + k + "'s pod template", as: trusted, obj: o, edit: unset},
+			request{name: "a tenant adds Kueue's marker to a " + k + "'s pod template", as: tenant, obj: plain, edit: set("other")},
+			request{name: "a tenant labels a " + k + " whose pod template carries Kueue's marker", as: tenant, obj: o,
 				edit: func(u *unstructured.Unstructured) { u.SetLabels(merge(u.GetLabels(), "team", "a")) }},
 		)
 	}
