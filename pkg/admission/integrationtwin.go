@@ -88,10 +88,6 @@ func unsupportedIntegrationCEL() *CELTwin {
 // labelAtCEL is the label key in the labels map at path under root, or the
 // empty string, testing each level's presence.
 func labelAtCEL(root string, path []string, key string) string {
-	terms := make([]string, 0, len(path))
-	for i := range path {
-		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
-	}
 	m := root + "." + strings.Join(path, ".")
-	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", strings.Join(terms, " && "), key, m, m)
+	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", presentCEL(root, path), key, m, m)
 }

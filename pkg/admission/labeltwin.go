@@ -56,11 +56,7 @@ func labelMismatchCEL() *CELTwin {
 			found := "''"
 			for _, p := range slices.Backward(paths) {
 				labels := append(slices.Clone(p), "labels")
-				var has []string
-				for i := range labels {
-					has = append(has, "has(object."+strings.Join(labels[:i+1], ".")+")")
-				}
-				present := strings.Join(has, " && ") + " && '" + key + "' in object." + strings.Join(labels, ".")
+				present := presentCEL("object", labels) + " && '" + key + "' in object." + strings.Join(labels, ".")
 				found = fmt.Sprintf("(%s && object.%s['%s'] != %s ? '%s' : %s)", present, strings.Join(labels, "."), key, want,
 					strings.Join(labels, "."), found)
 			}

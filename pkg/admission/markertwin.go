@@ -31,11 +31,7 @@ func kueueMarkerCEL() *CELTwin {
 		for _, field := range []string{"labels", "annotations"} {
 			at := append(slices.Clone(path), field)
 			in := func(root string) string {
-				var has []string
-				for i := range at {
-					has = append(has, "has("+root+"."+strings.Join(at[:i+1], ".")+")")
-				}
-				return "(" + strings.Join(has, " && ") + " && k in " + root + "." + strings.Join(at, ".") + ")"
+				return "(" + presentCEL(root, at) + " && k in " + root + "." + strings.Join(at, ".") + ")"
 			}
 			terms = append(terms, fmt.Sprintf("%[1]s != %[2]s || (%[1]s && oldObject.%[3]s[k] != object.%[3]s[k])",
 				in("oldObject"), in("object"), strings.Join(at, ".")))

@@ -141,12 +141,17 @@ func onlyKueueReleasesCEL() *CELTwin {
 	}
 }
 
-// trueAt is a CEL test that the boolean at path under root is set and true,
-// testing each level's presence (a missing field is an error in CEL).
-func trueAt(root string, path []string) string {
-	terms := make([]string, 0, len(path)+1)
+// presentCEL tests that every level of path under root is set: reading a
+// missing field is an error in CEL, so each twin tests before it reads.
+func presentCEL(root string, path []string) string {
+	terms := make([]string, 0, len(path))
 	for i := range path {
 		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
 	}
-	return "(" + strings.Join(append(terms, root+"."+strings.Join(path, ".")+" == true"), " && ") + ")"
+	return strings.Join(terms, " && ")
+}
+
+// trueAt is a CEL test that the boolean at path under root is set and true.
+func trueAt(root string, path []string) string {
+	return "(" + presentCEL(root, path) + " && " + root + "." + strings.Join(path, ".") + " == true)"
 }
