@@ -20,7 +20,7 @@ func newPolicyCommand() *cobra.Command {
 		Short: "Work with Rego policy directories",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newPolicyTestCommand())
+	cmd.AddCommand(newPolicyTestCommand(), newPolicyAdmissionCommand())
 	return cmd
 }
 
