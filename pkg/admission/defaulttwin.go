@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -54,9 +53,9 @@ func defaultQueueTwin() *MutatingTwin {
 		if in.GVK.GroupKind() == noApplyKind {
 			continue
 		}
-		kinds = append(kinds, in.GVK.Group+"/"+in.GVK.Kind)
+		kinds = append(kinds, kindKey(in))
 		if slices.Equal(in.Suspension.Field, []string{"spec", "suspend"}) {
-			suspendKinds = append(suspendKinds, in.GVK.Group+"/"+in.GVK.Kind)
+			suspendKinds = append(suspendKinds, kindKey(in))
 		}
 	}
 	ann := namespaceAnnotationCEL
@@ -71,7 +70,6 @@ func defaultQueueTwin() *MutatingTwin {
 			{Name: "workload", Expression: kindKeyCEL + " in " + trust.CELList(kinds)},
 		},
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "key", Expression: kindKeyCEL},
 			admissionregistrationv1.Variable{Name: "ignored", Expression: ignoredCEL()},
 			// The webhooks' match condition leaves a trusted controller's part of
 			// another workload alone; so does this.
@@ -143,7 +141,7 @@ func metadataApply(fields string) string {
 		var kinds []string
 		for _, k := range integrations.All() {
 			if slices.Equal(k.QueueLabelPath, path) {
-				kinds = append(kinds, k.GVK.Group+"/"+k.GVK.Kind)
+				kinds = append(kinds, kindKey(k))
 			}
 		}
 		out = "(variables.key in " + trust.CELList(kinds) + " ? " + apply + " : " + out + ")"
@@ -155,10 +153,7 @@ func metadataApply(fields string) string {
 // where its kind keeps it, or, for a kind whose pods Kueue admits, in a pod
 // template (workload.EffectiveLabel).
 func hasLabelCEL(key string) string {
-	out := "false"
-	for _, in := range integrations.All() {
-		out = fmt.Sprintf("(variables.key == '%s/%s' ? %s != '' : %s)", in.GVK.Group, in.GVK.Kind,
-			effectiveLabelCEL("object", in, key), out)
-	}
-	return out
+	return perKindCEL(func(in *integrations.Integration) (string, bool) {
+		return effectiveLabelCEL("object", in, key) + " != ''", true
+	}, "false")
 }

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,17 +32,17 @@ const (
 // LocalQueue and the defaulting rules stay the webhook's.
 func unsupportedIntegrationCEL() *CELTwin {
 	var managed, frameworks []string
-	queue, oldQueue := "''", "''"
 	for _, in := range integrations.All() {
-		key := "'" + in.GVK.Group + "/" + in.GVK.Kind + "'" // catalog names hold no quote
 		if in.Managed {
-			managed = append(managed, in.GVK.Group+"/"+in.GVK.Kind)
+			managed = append(managed, kindKey(in))
 		}
-		frameworks = append(frameworks, key+": "+
+		frameworks = append(frameworks, trust.CELString(kindKey(in))+": "+
 			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
-		// A chain of conditionals, so that only the request's kind's fields are read.
-		queue = fmt.Sprintf("variables.key == %s ? %s : %s", key, effectiveLabelCEL("object", in, integrations.QueueNameLabel), queue)
-		oldQueue = fmt.Sprintf("variables.key == %s ? %s : %s", key, effectiveLabelCEL("oldObject", in, integrations.QueueNameLabel), oldQueue)
+	}
+	queueOf := func(root string) string {
+		return perKindCEL(func(in *integrations.Integration) (string, bool) {
+			return effectiveLabelCEL(root, in, integrations.QueueNameLabel), true
+		}, "''")
 	}
 	return &CELTwin{
 		Name: "integration-guard",
@@ -56,7 +55,6 @@ func unsupportedIntegrationCEL() *CELTwin {
 		Variables: append(topVariables(),
 			admissionregistrationv1.Variable{Name: InstallProfileParam, Expression: ParamPlaceholder(InstallProfileParam)},
 			admissionregistrationv1.Variable{Name: EnabledFrameworksParam, Expression: ParamPlaceholder(EnabledFrameworksParam)},
-			admissionregistrationv1.Variable{Name: "key", Expression: kindKeyCEL},
 			admissionregistrationv1.Variable{Name: "frameworks", Expression: "{" + strings.Join(frameworks, ", ") + "}"},
 			admissionregistrationv1.Variable{Name: "unsupported", Expression: "variables.key in variables.frameworks && (variables." +
 				InstallProfileParam + " == 'managed' ? !(variables.key in " + trust.CELList(managed) + ") : size(variables." +
@@ -64,10 +62,10 @@ func unsupportedIntegrationCEL() *CELTwin {
 				EnabledFrameworksParam + "))"},
 			// On CREATE a workload without a queue gets the namespace's
 			// annotated default (effectiveQueue), whether or not defaulting ran.
-			admissionregistrationv1.Variable{Name: "ownQueue", Expression: queue},
+			admissionregistrationv1.Variable{Name: "ownQueue", Expression: queueOf("object")},
 			admissionregistrationv1.Variable{Name: "queue", Expression: "variables.ownQueue != '' || request.operation != 'CREATE' ? " +
 				"variables.ownQueue : " + namespaceAnnotationCEL(DefaultQueueAnnotation)},
-			admissionregistrationv1.Variable{Name: "oldQueue", Expression: "request.operation == 'UPDATE' ? (" + oldQueue + ") : ''"},
+			admissionregistrationv1.Variable{Name: "oldQueue", Expression: "request.operation == 'UPDATE' ? " + queueOf("oldObject") + " : ''"},
 			// Judged on CREATE, and on an UPDATE that changes the queue of an
 			// object not being deleted (its cleanup must finish).
 			admissionregistrationv1.Variable{Name: "judgedOp", Expression: "request.operation == 'CREATE' || " +
@@ -83,11 +81,4 @@ func unsupportedIntegrationCEL() *CELTwin {
 		}},
 		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 	}
-}
-
-// labelAtCEL is the label key in the labels map at path under root, or the
-// empty string, testing each level's presence.
-func labelAtCEL(root string, path []string, key string) string {
-	m := root + "." + strings.Join(path, ".")
-	return fmt.Sprintf("(%s && '%s' in %s ? %s['%[2]s'] : '')", presentCEL(root, path), key, m, m)
 }

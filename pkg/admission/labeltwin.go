@@ -10,31 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
-
-// effectiveLabelCEL is workload.EffectiveLabel on the places the catalog
-// names: the label where the kind keeps it, or, for a kind whose pods Kueue
-// admits, the first pod template's (by path) that sets it.
-func effectiveLabelCEL(root string, in *integrations.Integration, key string) string {
-	own := labelAtCEL(root, in.LabelsPath(), key)
-	if !in.TemplateQueue {
-		return own
-	}
-	fallback := "''"
-	for _, p := range slices.Backward(sortedTemplates(in)) {
-		v := labelAtCEL(root, append(slices.Clone(p), "labels"), key)
-		fallback = fmt.Sprintf("(%s != '' ? %s : %s)", v, v, fallback)
-	}
-	return fmt.Sprintf("(%s != '' ? %s : %s)", own, own, fallback)
-}
-
-// sortedTemplates are the kind's pod templates in path order, the order in
-// which the webhook's walk reports them.
-func sortedTemplates(in *integrations.Integration) [][]string {
-	paths := slices.Clone(in.PodTemplates)
-	slices.SortFunc(paths, func(a, b []string) int { return strings.Compare(strings.Join(a, "."), strings.Join(b, ".")) })
-	return paths
-}
 
 // labelMismatchCEL is LabelConsistency on the pod templates the catalog
 // places (integrations.Integration.PodTemplates): a queue or priority label
@@ -44,25 +21,23 @@ func sortedTemplates(in *integrations.Integration) [][]string {
 // templates, Kubeflow's replica specs), which CEL cannot on an object of
 // unknown shape.
 func labelMismatchCEL() *CELTwin {
+	// mismatch is the first pod template (as a field path) whose label key
+	// differs from the workload's, or ''.
 	mismatch := func(key string) string {
-		out := "''"
-		for _, in := range integrations.All() {
+		return perKindCEL(func(in *integrations.Integration) (string, bool) {
 			if len(in.PodTemplates) == 0 {
-				continue
+				return "", false
 			}
 			want := effectiveLabelCEL("object", in, key)
-			paths := sortedTemplates(in)
-			// The first template whose label differs, as a field path, or ''.
 			found := "''"
-			for _, p := range slices.Backward(paths) {
-				labels := append(slices.Clone(p), "labels")
-				present := presentCEL("object", labels) + " && '" + key + "' in object." + strings.Join(labels, ".")
-				found = fmt.Sprintf("(%s && object.%s['%s'] != %s ? '%s' : %s)", present, strings.Join(labels, "."), key, want,
-					strings.Join(labels, "."), found)
+			for _, p := range slices.Backward(sortedTemplates(in)) {
+				labels := "object." + strings.Join(p, ".") + ".labels"
+				present := presentCEL("object", append(slices.Clone(p), "labels")) + " && " + trust.CELString(key) + " in " + labels
+				found = fmt.Sprintf("(%s && %s[%s] != %s ? %s : %s)", present, labels, trust.CELString(key), want,
+					trust.CELString(strings.TrimPrefix(labels, "object.")), found)
 			}
-			out = fmt.Sprintf("variables.key == '%s/%s' ? %s : %s", in.GVK.Group, in.GVK.Kind, found, out)
-		}
-		return out
+			return found, true
+		}, "''")
 	}
 	return &CELTwin{
 		Name:             "label-consistency",
@@ -71,7 +46,6 @@ func labelMismatchCEL() *CELTwin {
 		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam},
 		MatchConstraints: workloadMatch(admissionregistrationv1.Create, admissionregistrationv1.Update),
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "key", Expression: kindKeyCEL},
 			admissionregistrationv1.Variable{Name: "queueAt", Expression: mismatch(integrations.QueueNameLabel)},
 			admissionregistrationv1.Variable{Name: "priorityAt", Expression: mismatch(integrations.PriorityClassLabel)},
 			admissionregistrationv1.Variable{Name: "at", Expression: "variables.queueAt != '' ? variables.queueAt : variables.priorityAt"},

@@ -38,12 +38,13 @@ func kueueMarkerCEL() *CELTwin {
 		}
 		return markers + ".filter(k, " + strings.Join(terms, " || ") + ")"
 	}
-	templates := "[]"
-	for _, in := range integrations.All() {
+	templates := perKindCEL(func(in *integrations.Integration) (string, bool) {
+		var each []string
 		for _, t := range in.PodTemplates {
-			templates = fmt.Sprintf("(variables.key == '%s/%s' ? %s : []) + %s", in.GVK.Group, in.GVK.Kind, changed(t), templates)
+			each = append(each, changed(t))
 		}
-	}
+		return strings.Join(each, " + "), len(each) > 0
+	}, "[]")
 	return &CELTwin{
 		Name: "marker-guard",
 		Covers: "updates of the object's own labels and annotations and of a pod-based kind's pod templates " +
@@ -52,7 +53,6 @@ func kueueMarkerCEL() *CELTwin {
 		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam},
 		MatchConstraints: workloadMatch(admissionregistrationv1.Update),
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "key", Expression: kindKeyCEL},
 			// A ReplicaSet is judged by its owner alone (it is not a workload).
 			admissionregistrationv1.Variable{Name: "workload", Expression: "!(request.kind.group == '" +
 				replicaSetGVK.Group + "' && request.kind.kind == '" + replicaSetGVK.Kind + "')"},

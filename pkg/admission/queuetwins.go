@@ -1,9 +1,7 @@
 package admission
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,36 +37,28 @@ func TwinCovers(in *integrations.Integration) bool {
 	return slices.Equal(in.LabelsPath(), ownLabels) && !in.TemplateQueue
 }
 
-// ownLabelKinds are "group/Kind" of the kinds TwinCovers.
+// ownLabelKinds are the kinds TwinCovers, by kindKey.
 func ownLabelKinds() []string {
 	var out []string
 	for _, in := range integrations.All() {
 		if TwinCovers(in) {
-			out = append(out, in.GVK.Group+"/"+in.GVK.Kind)
+			out = append(out, kindKey(in))
 		}
 	}
 	return out
 }
 
-const kindKeyCEL = "request.kind.group + '/' + request.kind.kind"
-
 // ownLabels is where the kinds TwinCovers keep their queue label.
 var ownLabels = []string{"metadata", "labels"}
-
-// namespaceAnnotationCEL is an annotation of the request's namespace, or the empty string.
-func namespaceAnnotationCEL(key string) string {
-	return fmt.Sprintf("(has(namespaceObject.metadata.annotations) && '%[1]s' in namespaceObject.metadata.annotations ? "+
-		"namespaceObject.metadata.annotations['%[1]s'] : '')", key)
-}
 
 // ignoredCEL is kueueIgnores' request-only half: a RayJob on an existing
 // cluster, which Kueue leaves alone whatever its queue.
 func ignoredCEL() string {
 	var kinds []string
 	for _, in := range integrations.Ignorables() {
-		kinds = append(kinds, in.GVK.Group+"/"+in.GVK.Kind)
+		kinds = append(kinds, kindKey(in))
 	}
-	return "(" + kindKeyCEL + " in " + trust.CELList(kinds) + ") && has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0"
+	return "(variables.key in " + trust.CELList(kinds) + ") && " + onExistingClusterCEL
 }
 
 // topVariable is true unless the request is a trusted controller's part of
@@ -85,7 +75,7 @@ func topVariables() []admissionregistrationv1.Variable {
 func queueVariables(update bool) []admissionregistrationv1.Variable {
 	vars := []admissionregistrationv1.Variable{
 		{Name: AnnotationDefaultsParam, Expression: ParamPlaceholder(AnnotationDefaultsParam)},
-		{Name: "covered", Expression: kindKeyCEL + " in " + trust.CELList(ownLabelKinds())},
+		{Name: "covered", Expression: "variables.key in " + trust.CELList(ownLabelKinds())},
 		{Name: "queue", Expression: labelAtCEL("object", ownLabels, integrations.QueueNameLabel)},
 		{Name: "owed", Expression: "variables." + AnnotationDefaultsParam + " && " +
 			namespaceAnnotationCEL(DefaultQueueAnnotation) + " != '' && !(" + ignoredCEL() + ")"},
@@ -164,28 +154,24 @@ func defaultingBackstopCEL() *CELTwin {
 // is not suspended does not change, whoever asks (Kueue's own webhooks refuse
 // it too), unless the kind's queue may always change.
 func immutableQueueNameCEL() *CELTwin {
-	var cases []string
-	for _, in := range integrations.All() {
+	mayChange := perKindCEL(func(in *integrations.Integration) (string, bool) {
 		s := in.Suspension
-		var may string
 		switch {
 		case s.QueueMutable:
-			may = "true"
+			return "true", true
 		case s.QueueImmutable:
-			may = "false"
+			return "false", true
 		case s.Field != nil:
-			may = trueAt("object", s.Field)
+			return trueAt("object", s.Field), true
 		case s.SchedulingGate != "":
-			may = gatedCEL("object", s.SchedulingGate) +
-				" || (has(object.status) && has(object.status.phase) && object.status.phase in ['Succeeded', 'Failed'])"
-		default:
-			continue // pod-based kinds: their queue is read from templates, not covered
+			// Kueue counts a terminated Pod as suspended too.
+			return "(" + gatedCEL("object", s.SchedulingGate) +
+				" || (has(object.status) && has(object.status.phase) && object.status.phase in ['Succeeded', 'Failed']))", true
 		}
-		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && (%s))",
-			in.GVK.Group, in.GVK.Kind, may))
-	}
+		return "", false // pod-based kinds: their queue is read from templates, not covered
+	}, "false")
 	vars := append(append(topVariables(), queueVariables(true)...),
-		admissionregistrationv1.Variable{Name: "mayChange", Expression: strings.Join(cases, " || ")})
+		admissionregistrationv1.Variable{Name: "mayChange", Expression: mayChange})
 	const covers = "kinds labelled in their own metadata (not a CronJob's job template, not a pod-based kind's templates)"
 	return queueTwin("queue-immutability", covers, nil, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}, vars,
 		"!variables.top || !variables.covered || variables.oldQueue == variables.queue || variables.mayChange",
@@ -195,32 +181,24 @@ func immutableQueueNameCEL() *CELTwin {
 			`"changed from \"" + variables.oldQueue + "\" to \"" + variables.queue + "\"") + " while the workload is running"`)
 }
 
-// gatedCEL tests that root (a Pod) carries the named scheduling gate.
-func gatedCEL(root, gate string) string {
-	return fmt.Sprintf("(has(%[1]s.spec.schedulingGates) && %[1]s.spec.schedulingGates.exists(g, g.name == '%[2]s'))", root, gate)
-}
-
 // resumesCEL is workload.Resumes over oldObject and object, per catalog kind:
 // its suspend field goes from true to false, or Kueue's gate is removed. With
 // spareIgnorable, a kind Kueue may ignore does not resume while it is.
 func resumesCEL(spareIgnorable bool) string {
-	var cases []string
-	for _, in := range integrations.All() {
+	return perKindCEL(func(in *integrations.Integration) (string, bool) {
 		s := in.Suspension
 		var resumes string
 		switch {
 		case s.Field != nil:
-			resumes = "(" + trueAt("oldObject", s.Field) + " && !" + trueAt("object", s.Field) + ")"
+			resumes = trueAt("oldObject", s.Field) + " && !" + trueAt("object", s.Field)
 		case s.SchedulingGate != "":
-			resumes = "(" + gatedCEL("oldObject", s.SchedulingGate) + " && !" + gatedCEL("object", s.SchedulingGate) + ")"
+			resumes = gatedCEL("oldObject", s.SchedulingGate) + " && !" + gatedCEL("object", s.SchedulingGate)
 		default:
-			continue
+			return "", false
 		}
 		if spareIgnorable && in.Ignorable {
-			resumes += " && !(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"
+			resumes += " && !(" + onExistingClusterCEL + ")"
 		}
-		cases = append(cases, fmt.Sprintf("(request.kind.group == '%s' && request.kind.kind == '%s' && %s)",
-			in.GVK.Group, in.GVK.Kind, resumes))
-	}
-	return strings.Join(cases, " || ")
+		return "(" + resumes + ")", true
+	}, "false")
 }

@@ -82,14 +82,14 @@ var _ = Describe("the workload guards' CEL twins", func() {
 
 	It("test every level of a nested suspend field before reading it, as a missing field is an error in CEL", func() {
 		Expect(variable(guard.RuleOnlyKueueReleases, "resumes")).To(ContainSubstring(
-			"(request.kind.group == 'kubeflow.org' && request.kind.kind == 'MPIJob' && ((has(oldObject.spec) && " +
+			"(variables.key == 'kubeflow.org/MPIJob' ? ((has(oldObject.spec) && " +
 				"has(oldObject.spec.runPolicy) && has(oldObject.spec.runPolicy.suspend) && oldObject.spec.runPolicy.suspend == true) && " +
-				"!(has(object.spec) && has(object.spec.runPolicy) && has(object.spec.runPolicy.suspend) && object.spec.runPolicy.suspend == true)))"))
+				"!(has(object.spec) && has(object.spec.runPolicy) && has(object.spec.runPolicy.suspend) && object.spec.runPolicy.suspend == true)) : "))
 	})
 
 	It("spare a RayJob on an existing cluster, which Kueue ignores, and read Pods' gate", func() {
 		resumes := variable(guard.RuleOnlyKueueReleases, "resumes")
-		Expect(resumes).To(ContainSubstring("request.kind.kind == 'RayJob' && ((has(oldObject.spec)"))
+		Expect(resumes).To(ContainSubstring("variables.key == 'ray.io/RayJob' ? ((has(oldObject.spec)"))
 		Expect(resumes).To(ContainSubstring("!(has(object.spec.clusterSelector) && size(object.spec.clusterSelector) > 0)"))
 		Expect(resumes).To(ContainSubstring("oldObject.spec.schedulingGates.exists(g, g.name == 'kueue.x-k8s.io/admission')"))
 	})

@@ -1,9 +1,6 @@
 package admission
 
 import (
-	"fmt"
-	"strings"
-
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -62,6 +59,7 @@ func judgedVariables() []admissionregistrationv1.Variable {
 	return []admissionregistrationv1.Variable{
 		{Name: TrustedRequesterParam, Expression: ParamPlaceholder(TrustedRequesterParam)},
 		{Name: ExemptNamespacesParam, Expression: ParamPlaceholder(ExemptNamespacesParam)},
+		keyVariable,
 		{Name: "judged", Expression: "!variables." + TrustedRequesterParam +
 			" && !(request.namespace in variables." + ExemptNamespacesParam + ")"},
 	}
@@ -119,7 +117,6 @@ func untrustedOwnerCEL() *CELTwin {
 // Kueue's absence decide (kueue_absent denies the same update then) and spares
 // Pods in namespaces Kueue does not manage, which Kueue never gated.
 func onlyKueueReleasesCEL() *CELTwin {
-	q := integrations.QueueNameLabel
 	return &CELTwin{
 		Name:             "release-guard",
 		ValuesKey:        WorkloadTwinsValuesKey,
@@ -127,8 +124,7 @@ func onlyKueueReleasesCEL() *CELTwin {
 		AlsoUnder:        []string{RuleKueueAbsent},
 		MatchConstraints: workloadMatch(admissionregistrationv1.Update),
 		Variables: append(judgedVariables(),
-			admissionregistrationv1.Variable{Name: "queued", Expression: fmt.Sprintf(
-				"has(object.metadata.labels) && '%[1]s' in object.metadata.labels && object.metadata.labels['%[1]s'] != ''", q)},
+			admissionregistrationv1.Variable{Name: "queued", Expression: labelAtCEL("object", ownLabels, integrations.QueueNameLabel) + " != ''"},
 			admissionregistrationv1.Variable{Name: "resumes", Expression: resumesCEL(true)},
 		),
 		Validations: []admissionregistrationv1.Validation{{
@@ -139,19 +135,4 @@ func onlyKueueReleasesCEL() *CELTwin {
 		}},
 		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 	}
-}
-
-// presentCEL tests that every level of path under root is set: reading a
-// missing field is an error in CEL, so each twin tests before it reads.
-func presentCEL(root string, path []string) string {
-	terms := make([]string, 0, len(path))
-	for i := range path {
-		terms = append(terms, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
-	}
-	return strings.Join(terms, " && ")
-}
-
-// trueAt is a CEL test that the boolean at path under root is set and true.
-func trueAt(root string, path []string) string {
-	return "(" + presentCEL(root, path) + " && " + root + "." + strings.Join(path, ".") + " == true)"
 }

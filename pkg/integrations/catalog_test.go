@@ -43,6 +43,17 @@ var _ = Describe("the integration catalog", func() {
 		}
 	})
 
+	It("names the pod templates of every kind whose pods Kueue admits, each ending in metadata", func() {
+		for _, in := range integrations.All() {
+			if in.TemplateQueue {
+				Expect(in.PodTemplates).NotTo(BeEmpty(), "%s: where its queue label may sit", in.Key())
+			}
+			for _, t := range in.PodTemplates {
+				Expect(t[len(t)-1]).To(Equal("metadata"), in.Key())
+			}
+		}
+	})
+
 	It("follows the managed install's supported/unsupported split", func() {
 		var unsupported []string
 		for _, in := range integrations.All() {

@@ -89,12 +89,16 @@ func (m *Matcher) CEL() string {
 	return "(" + strings.Join(terms, " || ") + ")"
 }
 
-// CELList quotes strings as a CEL list literal; they must hold no quote or
-// backslash (config.Validate refuses such trust entries; catalog names have none).
+// CELString quotes a string as a CEL literal; it must hold no quote or
+// backslash (config.Validate refuses such trust entries; catalog names and
+// Kueue's keys have none).
+func CELString(s string) string { return "'" + s + "'" }
+
+// CELList quotes strings as a CEL list literal, as CELString quotes each.
 func CELList(items []string) string {
 	quoted := make([]string, len(items))
 	for i, s := range items {
-		quoted[i] = "'" + s + "'"
+		quoted[i] = CELString(s)
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
 }

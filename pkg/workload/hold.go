@@ -56,30 +56,31 @@ func podTemplateHolds(obj *unstructured.Unstructured, in *integrations.Integrati
 	case in.GVK.Group == "apps" && in.GVK.Kind == "Deployment":
 		l := queueAndPriority()
 		l[kueueconstants.ManagedByKueueLabelKey] = kueueconstants.ManagedByKueueLabelValue
-		return []templateHold{{path: []string{"spec", "template", "metadata"}, labels: l, annotations: parent}}
+		return []templateHold{{path: slices.Clone(in.PodTemplates[0]), labels: l, annotations: parent}}
 	case in.GVK.Group == "apps" && in.GVK.Kind == "StatefulSet":
-		return []templateHold{{path: []string{"spec", "template", "metadata"}, annotations: parent}}
+		return []templateHold{{path: slices.Clone(in.PodTemplates[0]), annotations: parent}}
 	case in.GVK.Kind == "LeaderWorkerSet":
-		return leaderWorkerSetHolds(obj, queueAndPriority(), in.Framework)
+		return leaderWorkerSetHolds(obj, in, queueAndPriority())
 	}
 	return nil
 }
 
 // leaderWorkerSetHolds mirrors the LeaderWorkerSet webhook: both templates
-// carry the queue, the parent annotation and serving mode; with TAS on, the
-// workers' pod indexes start after the leader's.
-func leaderWorkerSetHolds(obj *unstructured.Unstructured, labels map[string]string, framework string) []templateHold {
-	base := []string{"spec", "leaderWorkerTemplate"}
+// (the catalog's PodTemplates, leader then worker) carry the queue, the parent
+// annotation and serving mode; with TAS on, the workers' pod indexes start
+// after the leader's.
+func leaderWorkerSetHolds(obj *unstructured.Unstructured, in *integrations.Integration, labels map[string]string) []templateHold {
+	leaderMeta, workerMeta := in.PodTemplates[0], in.PodTemplates[1]
 	annotations := func() map[string]string {
-		return map[string]string{podconstants.SuspendedByParentAnnotation: framework,
+		return map[string]string{podconstants.SuspendedByParentAnnotation: in.Framework,
 			podconstants.GroupServingAnnotationKey: podconstants.GroupServingAnnotationValue}
 	}
 	var out []templateHold
-	_, hasLeader, _ := unstructured.NestedMap(obj.Object, append(slices.Clone(base), "leaderTemplate")...)
+	_, hasLeader, _ := unstructured.NestedMap(obj.Object, leaderMeta[:len(leaderMeta)-1]...)
 	if hasLeader {
-		out = append(out, templateHold{path: append(slices.Clone(base), "leaderTemplate", "metadata"), labels: labels, annotations: annotations()})
+		out = append(out, templateHold{path: slices.Clone(leaderMeta), labels: labels, annotations: annotations()})
 	}
-	worker := templateHold{path: append(slices.Clone(base), "workerTemplate", "metadata"), labels: labels, annotations: annotations()}
+	worker := templateHold{path: slices.Clone(workerMeta), labels: labels, annotations: annotations()}
 	workerAnn, _, _ := unstructured.NestedStringMap(obj.Object, append(slices.Clone(worker.path), "annotations")...)
 	if _, grouped := workerAnn[kueue.PodSetGroupName]; features.Enabled(features.TopologyAwareScheduling) && hasLeader && !grouped {
 		worker.annotations[kueue.PodIndexOffsetAnnotation] = "1"
