@@ -85,13 +85,21 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 		}
 		// A new unqueued Job in a namespace with a default queue: the API
 		// server's default-queue twin labels and suspends it.
-		unqueued := fixtures.Job(ns, "defaulted").Obj()
-		err := env.Client.Create(ctx, unqueued, client.DryRunAll)
+		defaulted := func() (*unstructured.Unstructured, error) {
+			u := fixtures.Job(ns, "defaulted").Obj()
+			return u, env.Client.Create(ctx, u, client.DryRunAll)
+		}
 		if mode == "failOpen" {
-			Expect(err).NotTo(HaveOccurred())
-			Expect(unqueued.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, "team-queue"))
-			Expect(unqueued.Object["spec"]).To(HaveKeyWithValue("suspend", true), "held until Kueue admits it")
+			// The mutating policy was written before the validating ones, but the
+			// API server watches the two kinds apart.
+			Eventually(func(g Gomega) {
+				unqueued, err := defaulted()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(unqueued.GetLabels()).To(HaveKeyWithValue(integrations.QueueNameLabel, "team-queue"))
+				g.Expect(unqueued.Object["spec"]).To(HaveKeyWithValue("suspend", true), "held until Kueue admits it")
+			}, 30*time.Second).Should(Succeed())
 		} else {
+			_, err := defaulted()
 			Expect(err).To(HaveOccurred())
 		}
 		// System namespaces are untouched in either mode.
@@ -146,7 +154,9 @@ var _ = Describe("a kueue-guard outage drill, under both availability modes", Or
 })
 
 // installTwins creates the chart's workload twins (validating and mutating),
-// removed when the container ends.
+// removed when the container ends, and waits until the API server enforces
+// the last one written: it sees the policies' writes in order, so every
+// policy written before is in force too.
 func installTwins(values map[string]any) {
 	GinkgoHelper()
 	maps, err := testenv.ChartMutatingPolicies(values)
@@ -166,6 +176,11 @@ func installTwins(values map[string]any) {
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, o))).To(Succeed()) })
 		}
 	}
+	last := admission.Rules()[len(admission.Rules())-1]
+	Expect(last.ID).To(Equal(admission.RuleUntrustedOwner), "the probe's twin is written last")
+	probe := fixtures.Job(metav1.NamespaceDefault, "twin-probe").ControlledBy("batch/v1", "Job", "owner").Obj()
+	Eventually(func() error { return env.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, time.Minute).
+		Should(MatchError(ContainSubstring("["+admission.RuleUntrustedOwner+"]")), "the twins are in force")
 }
 
 // setWorkloadFailurePolicy gives the registered workload validating webhook the

@@ -146,12 +146,27 @@ func restoreWebhooks(m *admissionregistrationv1.MutatingWebhookConfiguration, v 
 		Should(HaveKey(admission.RuleNotHeld), "the webhooks are back")
 }
 
-// twinActions are the installed twins' bindings' validationActions as the
-// chart renders them, by binding name, and the rules bound to Deny.
+// twinBindings are the installed twins' bindings, in the order they were
+// written, with validationActions as the chart renders them; denyBound are the
+// rules bound to Deny.
 var (
-	twinActions = map[string][]string{}
-	denyBound   = map[string]bool{}
+	twinBindings []renderedBinding
+	denyBound    = map[string]bool{}
 )
+
+type renderedBinding struct {
+	name    string
+	actions []string
+}
+
+// inWriteOrder are the twinned rules with the probe's last: the API server
+// sees one kind of object's writes in order, so once the probe's twin is in
+// force, every twin written before it is too.
+func inWriteOrder() []admission.Rule {
+	rules := twinned()
+	i := slices.IndexFunc(rules, func(r admission.Rule) bool { return r.ID == admission.RuleUntrustedOwner })
+	return append(slices.Delete(slices.Clone(rules), i, i+1), rules[i])
+}
 
 // installValidatingTwins creates the chart's generated policies for the
 // twinned rules (default values) with their bindings' validationActions set
@@ -160,13 +175,13 @@ var (
 // answers every failing policy's message as a warning, so that a request's
 // every twin verdict is known.
 func installValidatingTwins() {
-	for _, r := range twinned() {
+	for _, r := range inWriteOrder() {
 		objs, err := testenv.ChartAdmissionPolicies(values, r.ID)
 		Expect(err).NotTo(HaveOccurred())
 		for _, o := range objs {
 			if o.GetKind() == "ValidatingAdmissionPolicyBinding" {
 				rendered, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "validationActions")
-				twinActions[o.GetName()] = rendered
+				twinBindings = append(twinBindings, renderedBinding{o.GetName(), rendered})
 				denyBound[r.ID] = slices.Contains(rendered, "Deny")
 				Expect(unstructured.SetNestedStringSlice(o.Object, []string{"Warn"}, "spec", "validationActions")).To(Succeed())
 			}
@@ -178,14 +193,14 @@ func installValidatingTwins() {
 }
 
 // bindAsRendered binds the twins as the chart renders them (Deny, or Warn
-// where the rule's configured enforcement warns) and waits until the API
-// server refuses with them.
+// where the rule's configured enforcement warns), in the order they were
+// written, and waits until the API server refuses with the last.
 func bindAsRendered() {
-	for name, actions := range twinActions {
+	for _, rb := range twinBindings {
 		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-		Expect(admin.Get(ctx, client.ObjectKey{Name: name}, b)).To(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKey{Name: rb.name}, b)).To(Succeed())
 		b.Spec.ValidationActions = nil
-		for _, a := range actions {
+		for _, a := range rb.actions {
 			b.Spec.ValidationActions = append(b.Spec.ValidationActions, admissionregistrationv1.ValidationAction(a))
 		}
 		Expect(admin.Update(ctx, b)).To(Succeed())
@@ -299,22 +314,18 @@ func storedOutcome(d decision) string {
 // outcome is what defaulting left on a stored object: queue, priority, the
 // defaulted-by annotation, and whether it is held.
 func outcome(u *unstructured.Unstructured) string {
-	in, _ := integrations.Lookup(u.GroupVersionKind().GroupKind())
-	held := "not held"
-	switch {
-	case in == nil:
-	case in.Suspension.Field != nil:
-		if s, _, _ := unstructured.NestedBool(u.Object, in.Suspension.Field...); s {
-			held = "suspended"
-		}
-	case in.Suspension.SchedulingGate != "":
-		gates, _, _ := unstructured.NestedSlice(u.Object, "spec", "schedulingGates")
-		if len(gates) > 0 {
-			held = "gated"
-		}
+	in, ok := integrations.Lookup(u.GroupVersionKind().GroupKind())
+	if !ok {
+		return u.GetKind()
 	}
-	if in == nil {
-		return held
+	// Held as Kueue's webhook holds the kind (a Deployment's pod template
+	// marked, a Pod gated, a Job suspended), by the Go hold's own reading.
+	held := "not held (Kueue does not hold the kind)"
+	if workload.Holdable(in) {
+		held = "held"
+		if ok, missing := workload.Held(u, in); !ok {
+			held = "not held: " + missing
+		}
 	}
 	ann, _ := workload.Annotations(u, in)
 	return fmt.Sprintf("queue=%q priority=%q defaulted-by=%q %s", workload.QueueName(u, in),

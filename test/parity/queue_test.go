@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,12 +88,9 @@ func queueUpdates() []request {
 	ns.Annotations = map[string]string{admission.DefaultQueueAnnotation: "team-queue"}
 	Expect(admin.Update(ctx, ns)).To(Succeed())
 	// The webhook reads the namespace from its cache: wait until it owes.
-	probe := out[len(out)-2] // a tenant queues and resumes an unqueued kind, in owedNS
-	for _, r := range out {
-		if r.name == "a tenant removes a held Job's queue (queue owed)" {
-			probe = r
-		}
-	}
+	i := slices.IndexFunc(out, func(r request) bool { return r.name == "a tenant removes a held Job's queue (queue owed)" })
+	Expect(i).NotTo(Equal(-1))
+	probe := out[i]
 	Eventually(func() map[string]bool { return decide(probe).rules }, 30*time.Second).
 		Should(HaveKey(admission.RuleQueueLabelRemoved), "the webhook sees %s's annotation", owedNS)
 	return out
