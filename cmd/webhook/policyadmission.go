@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/chart"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 )
@@ -17,7 +18,7 @@ import (
 // Exit codes: 0 printed, 2 the configuration cannot be read or a flag is wrong.
 func newPolicyAdmissionCommand() *cobra.Command {
 	in := chart.TwinInputs{FullName: chart.DefaultReleaseName, Namespace: chart.DefaultNamespace,
-		MaxDeletionGraceSeconds: 300, Mutating: true}
+		MaxDeletionGraceSeconds: admission.DefaultMaxDeletionGraceSeconds, Mutating: true}
 	var configFile string
 	cmd := &cobra.Command{
 		Use:   "admission [--config FILE] [--namespace NS] [--name NAME] [--mutating=false]",

@@ -34,6 +34,10 @@ var RulePodDeletionGrace = Register(Rule{
 const (
 	// MaxDeletionGraceParam is the longest grace period allowed, in seconds.
 	MaxDeletionGraceParam = "maxDeletionGraceSeconds"
+	// DefaultMaxDeletionGraceSeconds is its default (the chart's
+	// podDeletionGracePolicy.maxSeconds, the shipped pod-termination-bounded
+	// policy's bound).
+	DefaultMaxDeletionGraceSeconds = 300
 	// ExemptNamespacesParam are the namespaces kueue-guard's workload
 	// webhooks skip, as a CEL list: the rule spares them too.
 	ExemptNamespacesParam = "exemptNamespaces"

@@ -53,7 +53,7 @@ func twinParams(in TwinInputs) map[string]string {
 	}
 	exempt := append([]string{metav1.NamespaceSystem, in.Namespace, c.KueueNamespace}, in.ExcludeNamespaces...)
 	exempt = append(exempt, c.ExemptNamespaces...)
-	return map[string]string{
+	params := map[string]string{
 		admission.KueueNamespacesParam:    list(uniq(allowed)),
 		admission.ExemptNamespacesParam:   list(uniq(exempt)),
 		admission.MaxDeletionGraceParam:   strconv.Itoa(in.MaxDeletionGraceSeconds),
@@ -63,8 +63,12 @@ func twinParams(in TwinInputs) map[string]string {
 		admission.BackstopDeniesParam:     strconv.FormatBool(c.Defaulting.Backstop == config.BackstopDeny),
 		admission.InstallProfileParam:     "'" + string(c.InstallProfile) + "'",
 		admission.EnabledFrameworksParam:  list(orEmpty(c.Integrations.Frameworks)),
-		admission.IntegrationsActionParam: map[bool]string{true: "Warn", false: "Deny"}[c.Integrations.Action == config.IntegrationActionWarn],
+		admission.IntegrationsActionParam: string(admissionregistrationv1.Deny),
 	}
+	if c.Integrations.Action == config.IntegrationActionWarn {
+		params[admission.IntegrationsActionParam] = string(admissionregistrationv1.Warn)
+	}
+	return params
 }
 
 // RenderTwins builds the twins' policies and bindings with their parameters

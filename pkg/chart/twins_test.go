@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/chart"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 
@@ -21,7 +22,7 @@ var _ = Describe("the API server's twins rendered from a configuration", func() 
 			cfg, err := config.Decode([]byte(obj.(*corev1.ConfigMap).Data["config.yaml"]))
 			Expect(err).NotTo(HaveOccurred())
 			got, err := chart.RenderTwins(chart.TwinInputs{Config: cfg, FullName: "kueue-guard", Namespace: ns,
-				MaxDeletionGraceSeconds: 300, Mutating: true})
+				MaxDeletionGraceSeconds: admission.DefaultMaxDeletionGraceSeconds, Mutating: true})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(got).NotTo(BeEmpty())
 			for _, o := range got {
