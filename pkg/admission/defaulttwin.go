@@ -106,9 +106,12 @@ func defaultQueueTwin() *MutatingTwin {
 	}
 }
 
-// noApplyKind is left to the webhook: a LeaderWorkerSet this policy
-// labelled is refused by the API server (spec.rolloutStrategy.type left
-// empty), where the one the webhook labels is admitted; test/parity found it.
+// noApplyKind is left to the webhook. A LeaderWorkerSet without
+// spec.rolloutStrategy that reaches Kueue's LeaderWorkerSet webhook already
+// queued (this policy's label, or a tenant's own) comes back with an empty
+// spec.rolloutStrategy.type, which the CRD refuses; the one kueue-guard's
+// webhook labels and holds is admitted. test/parity found it (and shows the
+// tenant's own queued one refused on every side).
 var noApplyKind = schema.GroupKind{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}
 
 func applyMutation(expr string) admissionregistrationv1.Mutation {
