@@ -18,25 +18,26 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [grows, specs]
 package kueue_guard.dra_claims_counted
 
 import data.kueue_guard.lib
 
-# named(obj, wl) are [path, index, claim] for every pod spec's claim that names
+# named(wl) are [path, index, claim] for every pod spec's claim that names
 # a ResourceClaim rather than a template.
-named(obj, wl) := {[path, i, claim.resourceClaimName] |
-	some path in wl.podSpecPaths
-	some i, claim in object.get(obj, array.concat(path, ["resourceClaims"]), [])
+named(wl) := {[path, i, claim.resourceClaimName] |
+	some s, path in wl.podSpecPaths
+	some i, claim in object.get(wl.podSpecs[s], "resourceClaims", [])
 	is_string(claim.resourceClaimName)
 }
 
 # The old object's named claims (lib.introduced).
-old_named := named(input.oldObject, input.oldWorkload) if is_object(input.oldWorkload)
+old_named := named(input.oldWorkload) if is_object(input.oldWorkload)
 
 else := set()
 
 deny contains {"msg": msg, "field": field} if {
-	some [path, i, claim] in named(input.object, input.workload)
+	some [path, i, claim] in named(input.workload)
 	lib.introduced([path, i, claim], old_named)
 	field := sprintf("%s.resourceClaims[%d].resourceClaimName", [lib.field_path(path), i])
 	msg := sprintf(

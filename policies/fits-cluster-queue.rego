@@ -15,6 +15,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [grows]
 package kueue_guard.fits_cluster_queue
 
 import data.kueue_guard.lib

@@ -14,6 +14,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [grows]
 package kueue_guard.max_gpus_per_workload
 
 import data.kueue_guard.lib

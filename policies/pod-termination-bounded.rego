@@ -19,6 +19,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [grows, specs]
 package kueue_guard.pod_termination_bounded
 
 import data.kueue_guard.lib
@@ -28,11 +29,11 @@ max_grace := object.get(lib.settings, "max_termination_grace_period_seconds", 30
 # The API server's default for a pod's terminationGracePeriodSeconds.
 default_grace := 30
 
-# replacing(obj, wl) are the paths of the Job specs in obj that replace a pod
-# before it has ended.
-replacing(obj, wl) := {path |
-	some path in wl.jobSpecPaths
-	not replaces_ended_pods(object.get(obj, path, {}))
+# replacing(wl) are the paths of the Job specs of a workload that replace a
+# pod before it has ended.
+replacing(wl) := {path |
+	some i, path in wl.jobSpecPaths
+	not replaces_ended_pods(wl.jobSpecs[i])
 }
 
 replaces_ended_pods(spec) if spec.podReplacementPolicy == "Failed"
@@ -44,29 +45,30 @@ replaces_ended_pods(spec) if {
 	not spec.podReplacementPolicy
 }
 
-# lingering(obj, wl) are [path, seconds] for the pod specs in obj whose grace
-# period is over the bound.
-lingering(obj, wl) := {[path, secs] |
-	some path in wl.podSpecPaths
-	secs := object.get(obj, array.concat(path, ["terminationGracePeriodSeconds"]), default_grace)
+# lingering(wl) are [path, seconds] for the pod specs of a workload whose
+# grace period is over the bound.
+lingering(wl) := {[path, secs] |
+	some i, path in wl.podSpecPaths
+	secs := object.get(wl.podSpecs[i], "terminationGracePeriodSeconds", default_grace)
 	is_number(secs)
 	secs > max_grace
 }
 
 # The old object's problems (lib.introduced).
-old_replacing := replacing(input.oldObject, input.oldWorkload) if is_object(input.oldWorkload)
+old_replacing := replacing(input.oldWorkload) if is_object(input.oldWorkload)
 
 else := set()
 
-old_lingering := lingering(input.oldObject, input.oldWorkload) if is_object(input.oldWorkload)
+old_lingering := lingering(input.oldWorkload) if is_object(input.oldWorkload)
 
 else := set()
 
 deny contains {"msg": msg, "field": field} if {
-	some path in replacing(input.object, input.workload)
+	some i, path in input.workload.jobSpecPaths
+	path in replacing(input.workload)
 	lib.introduced(path, old_replacing)
 	field := sprintf("%s.podReplacementPolicy", [lib.field_path(path)])
-	policy := object.get(input.object, array.concat(path, ["podReplacementPolicy"]), "TerminatingOrFailed")
+	policy := object.get(input.workload.jobSpecs[i], "podReplacementPolicy", "TerminatingOrFailed")
 	msg := sprintf(
 		"podReplacementPolicy is %s: a replacement pod starts while the pod it replaces is still terminating, so both run on quota Kueue charged once; set podReplacementPolicy: Failed",
 		[policy],
@@ -74,7 +76,7 @@ deny contains {"msg": msg, "field": field} if {
 }
 
 deny contains {"msg": msg, "field": field} if {
-	some [path, secs] in lingering(input.object, input.workload)
+	some [path, secs] in lingering(input.workload)
 	lib.introduced([path, secs], old_lingering)
 	field := sprintf("%s.terminationGracePeriodSeconds", [lib.field_path(path)])
 	msg := sprintf(

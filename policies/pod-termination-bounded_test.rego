@@ -2,17 +2,19 @@ package kueue_guard.pod_termination_bounded_test
 
 import data.kueue_guard.pod_termination_bounded as policy
 
+import data.kueue_guard.specs_test.with_specs
+
 pod := {"containers": [{"name": "main"}]}
 
 fixed_job := {"podReplacementPolicy": "Failed", "parallelism": 2, "template": {"spec": pod}}
 
-job_input(op, spec, old) := {
+job_input(op, spec, old) := with_specs({
 	"request": {"operation": op, "kind": {"group": "batch", "version": "v1", "kind": "Job"}},
 	"object": {"spec": spec},
 	"oldObject": old_object(old),
 	"workload": {"grows": false, "podSpecPaths": [["spec", "template", "spec"]], "jobSpecPaths": [["spec"]]},
 	"oldWorkload": old_workload(old),
-}
+})
 
 old_object(null) := null
 
@@ -76,7 +78,7 @@ test_every_replicated_job_of_a_jobset if {
 			["spec", "replicatedJobs", 1, "template", "spec"],
 		]},
 	}
-	{v.field | some v in policy.deny} == {"spec.replicatedJobs[1].template.spec.podReplacementPolicy"} with input as inp
+	{v.field | some v in policy.deny} == {"spec.replicatedJobs[1].template.spec.podReplacementPolicy"} with input as with_specs(inp)
 }
 
 test_a_deployment_is_judged_on_grace_only if {
@@ -85,7 +87,7 @@ test_a_deployment_is_judged_on_grace_only if {
 		"object": {"spec": {"template": {"spec": object.union(pod, {"terminationGracePeriodSeconds": 3600})}}},
 		"workload": {"grows": false, "podSpecPaths": [["spec", "template", "spec"]], "jobSpecPaths": []},
 	}
-	{v.field | some v in policy.deny} == {"spec.template.spec.terminationGracePeriodSeconds"} with input as inp
+	{v.field | some v in policy.deny} == {"spec.template.spec.terminationGracePeriodSeconds"} with input as with_specs(inp)
 }
 
 test_an_update_that_keeps_an_old_problem_passes if {
@@ -107,12 +109,12 @@ test_an_update_that_lengthens_a_long_grace_is_denied if {
 test_a_growing_update_judges_old_problems_too if {
 	old := object.remove(fixed_job, ["podReplacementPolicy"])
 	inp := json.patch(job_input("UPDATE", with_spec(old, "parallelism", 8), old), [{"op": "replace", "path": "/workload/grows", "value": true}])
-	some v in policy.deny with input as inp
+	some v in policy.deny with input as with_specs(inp)
 	v.field == "spec.podReplacementPolicy"
 }
 
 test_an_unreadable_old_object_judges_as_new if {
 	old := object.remove(fixed_job, ["podReplacementPolicy"])
 	inp := json.patch(job_input("UPDATE", old, old), [{"op": "replace", "path": "/oldWorkload", "value": null}])
-	count(policy.deny) == 1 with input as inp
+	count(policy.deny) == 1 with input as with_specs(inp)
 }

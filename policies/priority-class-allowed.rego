@@ -16,6 +16,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [priority]
 package kueue_guard.priority_class_allowed
 
 import data.kueue_guard.lib
@@ -63,7 +64,7 @@ named(priority) := sprintf("PriorityClass %q (which Kueue takes as the workload'
 field(priority) := lib.label_field(lib.priority_label) if {
 	priority.source != pod_source
 } else := f if {
-	paths := [p | some p in input.workload.podSpecPaths; object.get(input.object, array.concat(p, ["priorityClassName"]), "") == priority.class]
+	paths := [p | some i, p in input.workload.podSpecPaths; object.get(input.workload.podSpecs[i], "priorityClassName", "") == priority.class]
 	f := sprintf("%s.priorityClassName", [lib.field_path(paths[0])])
 } else := "spec.runPolicy.schedulingPolicy.priorityClass"
 

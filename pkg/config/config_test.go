@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 
@@ -62,7 +63,7 @@ func defaulted() *config.Configuration {
 		Controllers: config.Controllers{Allowed: []config.ControllerRef{
 			{Namespace: "kueue-system", Name: "kueue-controller-manager"},
 		}},
-		Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorDeny},
+		Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorDeny, DecisionCacheSize: ptr.To[int32](config.DefaultDecisionCacheSize)},
 		Trust:    config.Trust{Controllers: config.DefaultTrustedControllers("kueue-system")},
 		Audit: config.Audit{Interval: &metav1.Duration{Duration: config.DefaultAuditInterval}, Reports: new(true),
 			MaxObjects: config.DefaultAuditMaxObjects, MaxResultsPerReport: config.DefaultAuditMaxResultsPerReport},
@@ -125,10 +126,10 @@ var _ = Describe("SetDefaults", func() {
 				c.Controllers.Allowed = []config.ControllerRef{{Namespace: "kq", Name: "my-kueue"}}
 				c.Trust.Controllers = config.DefaultTrustedControllers("kq")
 			})),
-		Entry("explicit values are kept", header+"defaulting: {missingLocalQueue: ignore}\npolicies: {directory: /p, onError: allow}\n",
+		Entry("explicit values are kept", header+"defaulting: {missingLocalQueue: ignore}\npolicies: {directory: /p, onError: allow, decisionCacheSize: 0}\n",
 			with(func(c *config.Configuration) {
 				c.Defaulting.MissingLocalQueue = config.MissingLocalQueueIgnore
-				c.Policies = config.Policies{Directory: "/p", OnError: config.OnErrorAllow}
+				c.Policies = config.Policies{Directory: "/p", OnError: config.OnErrorAllow, DecisionCacheSize: ptr.To[int32](0)}
 			})),
 	)
 
@@ -171,7 +172,7 @@ var _ = Describe("Decode", func() {
 			Controllers: config.Controllers{Allowed: []config.ControllerRef{
 				{Namespace: "kueue-system", Name: "kueue-controller-manager"},
 			}},
-			Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorAllow},
+			Policies: config.Policies{Directory: "/etc/kueue-guard/policies", OnError: config.OnErrorAllow, DecisionCacheSize: ptr.To[int32](config.DefaultDecisionCacheSize)},
 			Trust: config.Trust{Controllers: []string{"system:kube-controller-manager", "system:serviceaccount:operators:*",
 				"group:system:controllers"}},
 			Audit: config.Audit{Interval: &metav1.Duration{Duration: 5 * time.Minute}, Reports: new(false),
@@ -254,6 +255,9 @@ var _ = Describe("Validate", func() {
 		Entry("empty and duplicate policies.allowBuiltins", func(c *config.Configuration) {
 			c.Policies.AllowBuiltins = []string{"time.now_ns", "", "time.now_ns"}
 		}, []string{"policies.allowBuiltins[1]: Required value", "policies.allowBuiltins[2]: Duplicate value"}, ""),
+		Entry("negative policies.decisionCacheSize", func(c *config.Configuration) {
+			c.Policies.DecisionCacheSize = ptr.To[int32](-1)
+		}, []string{"policies.decisionCacheSize: Invalid value"}, "must be 0 (no reuse) or more"),
 		Entry("unset enums are unsupported, not silently defaulted", func(c *config.Configuration) {
 			c.InstallProfile = ""
 			c.Policies.OnError = ""

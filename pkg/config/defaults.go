@@ -1,6 +1,9 @@
 package config
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
 
 // Default returns a fully defaulted, valid configuration for when no file is given.
 func Default() *Configuration {
@@ -58,6 +61,9 @@ func (c *Configuration) SetDefaults() {
 	}
 	if c.Policies.OnError == "" {
 		c.Policies.OnError = OnErrorDeny
+	}
+	if c.Policies.DecisionCacheSize == nil {
+		c.Policies.DecisionCacheSize = ptr.To[int32](DefaultDecisionCacheSize)
 	}
 	if c.Audit.Interval == nil {
 		c.Audit.Interval = &metav1.Duration{Duration: DefaultAuditInterval}

@@ -29,6 +29,9 @@ const (
 	DefaultKueueControllerName = "kueue-controller-manager"
 	// DefaultPolicyDirectory is where the Helm chart mounts the Rego policies.
 	DefaultPolicyDirectory = "/etc/kueue-guard/policies"
+	// DefaultDecisionCacheSize is how many policy decisions are reused by default: a few thousand
+	// shapes of workload (a CronJob's Jobs, a sweep's trials) at a few kilobytes each.
+	DefaultDecisionCacheSize = 4096
 	// KubeSystemNamespace is always exempt: mutating or rejecting system components could break the
 	// cluster the webhook itself depends on.
 	KubeSystemNamespace = "kube-system"
@@ -273,6 +276,24 @@ type Policies struct {
 	// numbers.range_step, net.cidr_expand). With them the webhook and a later
 	// review may disagree. Network built-ins are never offered.
 	AllowBuiltins []string `json:"allowBuiltins,omitempty"`
+	// DecisionCacheSize bounds the decisions kueue-guard reuses for requests
+	// whose input, in every part the policies read, was judged before (the
+	// same shape of workload under the same policies and cluster state); 0
+	// turns the reuse off. Default: DefaultDecisionCacheSize. A set calling the clock or randomness
+	// never reuses a decision.
+	DecisionCacheSize *int32 `json:"decisionCacheSize,omitempty"`
+}
+
+// EngineCacheSize is DecisionCacheSize as the policy engine takes it: 0 for
+// its default, negative for none.
+func (p Policies) EngineCacheSize() int {
+	switch {
+	case p.DecisionCacheSize == nil:
+		return 0
+	case *p.DecisionCacheSize == 0:
+		return -1
+	}
+	return int(*p.DecisionCacheSize)
 }
 
 // Selector returns the rule's namespace selector, treating a nil selector as "every namespace"

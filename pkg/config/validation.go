@@ -243,6 +243,9 @@ func validatePolicies(p *Policies) field.ErrorList {
 		}
 		seen[b] = true
 	}
+	if n := p.DecisionCacheSize; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(policiesPath.Child("decisionCacheSize"), *n, "must be 0 (no reuse) or more"))
+	}
 	return errs
 }
 

@@ -48,7 +48,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"-1e999"}}}]}}}}`), uint8(0), uint8(1))
 	f.Add([]byte(`null`), uint8(3), uint8(2))
 
-	p, view := handlerBenchPipeline(f)
+	p, view := handlerBenchPipeline(f, 0)
 	catalog := integrations.All()
 	paths := []*handlers.Handler{handlers.NewMutatingWorkloads(p, view, nil), handlers.NewValidatingWorkloads(p, view, nil)}
 	ops := []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}

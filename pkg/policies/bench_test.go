@@ -2,6 +2,9 @@ package policies_test
 
 import (
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,15 +38,19 @@ func benchValidate(b *testing.B, e *policies.Engine, req *admission.Request, vie
 	}
 }
 
+// noDecisionCache makes a benchmark measure evaluations: a repeated input would
+// otherwise be answered from the cache after the first.
+func noDecisionCache(o *policies.Options) { o.DecisionCacheSize = -1 }
+
 func BenchmarkEvaluateShippedJob(b *testing.B) {
 	RegisterTestingT(b)
-	e := loadedEngine(shippedDir)
+	e := loadedEngine(shippedDir, noDecisionCache)
 	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
 }
 
 func BenchmarkEvaluateShippedJobSet(b *testing.B) {
 	RegisterTestingT(b)
-	e := loadedEngine(shippedDir)
+	e := loadedEngine(shippedDir, noDecisionCache)
 	js := fixtures.JobSet("ml", "bench").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
 		Requests("cpu", "2").Requests("memory", "8Gi").Requests(gpu, "2").Obj()
 	jobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
@@ -67,7 +74,7 @@ func BenchmarkEvaluateNPolicies(b *testing.B) {
 					"package bench.p%d\n\ndeny contains \"queue %d is closed\" if input.workload.queueName == \"q-%d\"\n", i, i, i)
 			}
 			writeFiles(dir, files)
-			e := loadedEngine(dir)
+			e := loadedEngine(dir, noDecisionCache)
 			Expect(e.Policies()).To(HaveLen(n))
 			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("0"))
 		})
@@ -94,9 +101,47 @@ func BenchmarkEvaluateNPoliciesMatching(b *testing.B) {
 					`deny contains "applies" if true`, fmt.Sprintf(`deny contains "queue %d is closed" if input.workload.queueName == "q-%d"`, i, i), 1)
 			}
 			writeFiles(dir, files)
-			e := loadedEngine(dir)
+			e := loadedEngine(dir, noDecisionCache)
 			Expect(e.Policies()).To(HaveLen(n))
 			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("0"))
 		})
 	}
+}
+
+// BenchmarkShippedPolicy evaluates each shipped policy alone (with lib.rego and
+// data.yaml) on a queued GPU Job CREATE: which policy costs what.
+func BenchmarkShippedPolicy(b *testing.B) {
+	RegisterTestingT(b)
+	entries, err := os.ReadDir(shippedDir)
+	Expect(err).NotTo(HaveOccurred())
+	shared := map[string]string{}
+	for _, name := range []string{"lib.rego", "data.yaml"} {
+		content, err := os.ReadFile(filepath.Join(shippedDir, name))
+		Expect(err).NotTo(HaveOccurred())
+		shared[name] = string(content)
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") || name == "lib.rego" {
+			continue
+		}
+		b.Run(strings.TrimSuffix(name, ".rego"), func(b *testing.B) {
+			RegisterTestingT(b)
+			content, err := os.ReadFile(filepath.Join(shippedDir, name))
+			Expect(err).NotTo(HaveOccurred())
+			dir := b.TempDir()
+			files := maps.Clone(shared)
+			files[name] = string(content)
+			writeFiles(dir, files)
+			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
+		})
+	}
+}
+
+// BenchmarkEvaluateShippedJobCached is BenchmarkEvaluateShippedJob with the
+// decision cache on: what a repeated shape costs (the input built and compared).
+func BenchmarkEvaluateShippedJobCached(b *testing.B) {
+	RegisterTestingT(b)
+	e := loadedEngine(shippedDir)
+	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
 }

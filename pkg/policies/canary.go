@@ -26,6 +26,8 @@ const (
 type canaryInput struct {
 	sub   Subject
 	input ast.Value
+	// build makes the input when it was not kept (nil input).
+	build func() (ast.Value, error)
 }
 
 // canaryRing holds the most recent inputs the serving set judged cleanly. It is
@@ -37,12 +39,23 @@ type canaryRing struct {
 }
 
 func (r *canaryRing) record(sub *Subject, input ast.Value) {
-	if sub == nil || input == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
+	if input != nil {
+		r.keep(sub, &canaryInput{input: input})
+	}
+}
+
+// recordBuilder keeps a request whose input is built only if a new set is tried.
+func (r *canaryRing) recordBuilder(sub *Subject, build func() (ast.Value, error)) {
+	r.keep(sub, &canaryInput{build: build})
+}
+
+func (r *canaryRing) keep(sub *Subject, c *canaryInput) {
+	if sub == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
 		return
 	}
 	// No copies of the label maps: the object's are GetLabels' own copy, the
 	// namespace's belong to the informer cache, which nothing mutates.
-	c := &canaryInput{sub: *sub, input: input}
+	c.sub = *sub
 	r.slots[(r.next.Add(1)-1)%canarySize].Store(c)
 }
 
@@ -95,7 +108,14 @@ func (e *Engine) evaluationFailure(ctx context.Context, set *policySet, c *canar
 	if p.Empty() {
 		return nil
 	}
-	res := p.evaluate(ctx, c.input)
+	input := c.input
+	if input == nil {
+		var err error
+		if input, err = c.build(); err != nil {
+			return nil // the serving set could not read it either
+		}
+	}
+	res := p.evaluate(ctx, input)
 	for i := range res.Failures {
 		if res.Failures[i].Code == reasonEvaluation {
 			return &res.Failures[i]

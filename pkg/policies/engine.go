@@ -51,6 +51,10 @@ type Options struct {
 	// AllowBuiltins are built-ins of OptInBuiltins the admin allows policies to
 	// call (policies.allowBuiltins).
 	AllowBuiltins []string
+	// DecisionCacheSize bounds the decisions a policy set reuses
+	// (policies.decisionCacheSize); 0 means DefaultDecisionCacheSize, a
+	// negative size reuses none.
+	DecisionCacheSize int
 	// Registerer receives the engine's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
 	// Logger receives load results and refused sets; the zero Logger discards.
@@ -97,6 +101,9 @@ func NewEngine(o Options) (*Engine, error) {
 	}
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultDebounce
+	}
+	if o.DecisionCacheSize == 0 {
+		o.DecisionCacheSize = DefaultDecisionCacheSize
 	}
 	if o.Resync == 0 {
 		o.Resync = DefaultResync
@@ -179,7 +186,7 @@ func (e *Engine) load(ctx context.Context) ([]string, error) {
 			return snap.dirs, *p
 		}
 	}
-	set, err := buildSet(ctx, dir, snap, e.caps)
+	set, err := buildSet(ctx, dir, snap, e.caps, e.opts.DecisionCacheSize)
 	if err == nil && e.set.Load() != nil {
 		err = e.canary(ctx, set)
 	}

@@ -154,8 +154,10 @@ func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 // EvaluateBuilt is Evaluate on an input that build makes once the request holds
 // an evaluation slot: the summary and the input (several times the object's
 // size in memory) are then bounded by the slots, not by the requests in
-// flight. An error from build is the "cannot read the workload" failure.
-func (p *Plan) EvaluateBuilt(ctx context.Context, build func() (ast.Value, error)) *Result {
+// flight. build is given the parts of the input the set reads (nil: all of
+// it); an error from it is the "cannot read the workload" failure. An input
+// the set has judged before gets the same answer without an evaluation.
+func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) (ast.Value, error)) *Result {
 	e := p.engine
 	if p.set == nil || len(p.indices) == 0 {
 		return p.Evaluate(ctx, nil)
@@ -170,14 +172,26 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func() (ast.Value, error
 		return res
 	}
 	defer release()
-	input, err := build()
+	input, err := build(p.set.facts.paths)
 	if err != nil {
 		return e.inputFailure(err)
+	}
+	query := p.combined()
+	if res, ok := p.set.decisions.get(query, input); ok {
+		e.metrics.decisionHits.Inc()
+		e.observe(res, start)
+		return res
 	}
 	res := p.evalInSlot(ctx, input, start)
 	e.observe(res, start)
 	if len(res.Failures) == 0 {
-		e.recent.record(p.sub, input)
+		if p.set.decisions != nil && query != nil {
+			e.metrics.decisionMisses.Inc()
+			p.set.decisions.put(query, input, res)
+		}
+		// A new set may read what this one does not: it is tried on the
+		// whole input, built again only then.
+		e.recent.recordBuilder(p.sub, func() (ast.Value, error) { return build(nil) })
 	}
 	return res
 }
@@ -205,16 +219,23 @@ func (e *Engine) acquire(ctx context.Context, sub *Subject, start time.Time) (re
 	return func() { e.slots.release(key) }, nil
 }
 
+// combined is the query evaluating all the plan's policies at once: its
+// group's, or one prepared for this subset on first use; nil when the set
+// keeps no more subsets (they are then evaluated one by one).
+func (p *Plan) combined() *rego.PreparedEvalQuery {
+	if p.query != nil {
+		return p.query
+	}
+	if q, ok := p.set.subset(p.indices); ok && q.err == nil {
+		return &q.pq
+	}
+	return nil
+}
+
 // evalInSlot evaluates the plan's policies on input; the caller holds a slot.
 func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time) *Result {
 	e, set := p.engine, p.set
-	query := p.query
-	if query == nil {
-		if q, ok := set.subset(p.indices); ok && q.err == nil {
-			query = &q.pq
-		}
-	}
-	if query != nil {
+	if query := p.combined(); query != nil {
 		rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
 		if err == nil {
 			res := &Result{}

@@ -61,7 +61,7 @@ func BuildInput(ctx context.Context, req *admission.Request, t admission.Target,
 	if err != nil {
 		return nil, err
 	}
-	return buildInput(req, t, view, f, lookupNamespace(req, view), nil)
+	return buildInput(req, t, view, f, lookupNamespace(req, view), nil, nil)
 }
 
 // requestNamespace is the request's namespace, read from the view once per
@@ -113,46 +113,70 @@ func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.
 }
 
 // buildInput builds the input; frags, when not nil, caches the cluster's parts.
-func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, ns requestNamespace, frags *fragments) (ast.Value, error) {
+// paths, when not nil, are the parts the policies read: the others are left out
+// (undefined, as they are to a policy that does not read them) and never built.
+func buildInput(req *admission.Request, t admission.Target, view cluster.View, f *requestFacts, ns requestNamespace, frags *fragments, paths *InputPaths) (ast.Value, error) {
 	// The input schema promises policies input.object.metadata: the API
 	// server always sends it, and an object without it is refused here rather
 	// than judged by policies that read it as undefined.
 	if _, ok := req.Object.Object["metadata"].(map[string]any); !ok {
 		return nil, errors.New("object: metadata is missing or not an object")
 	}
-	object, err := objectValue(req.Object)
-	if err != nil {
-		return nil, fmt.Errorf("object: %w", err)
-	}
-	oldObject, err := objectValue(req.OldObject)
-	if err != nil {
-		return nil, fmt.Errorf("oldObject: %w", err)
-	}
-	namespace := ns.name
-	sum := f.sum
-	lqTerm, cqTerm := nullTerm, nullTerm
-	if sum.QueueName != "" {
-		if lq, ok := view.LocalQueue(namespace, sum.QueueName); ok {
-			lqTerm = frags.localQueue(lq)
-			if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok {
-				cqTerm = frags.clusterQueue(cq, view)
-			}
+	items := make([][2]*ast.Term, 0, 8)
+	add := func(key string, build func(p *InputPaths) *ast.Term) {
+		if paths.reads(key) {
+			items = append(items, item(key, build(paths.child(key))))
 		}
 	}
-	oldTerm := nullTerm
-	if f.old != nil {
-		oldTerm = summaryTerm(f.old, false)
+	var err error
+	for _, o := range []struct {
+		key string
+		obj *unstructured.Unstructured
+	}{{"object", req.Object}, {"oldObject", req.OldObject}} {
+		add(o.key, func(p *InputPaths) *ast.Term {
+			v, e := objectValue(o.obj, p)
+			if e != nil {
+				err = fmt.Errorf("%s: %w", o.key, e)
+			}
+			return ast.NewTerm(v)
+		})
 	}
-	return ast.NewObject(
-		item("request", requestTerm(req, t.TrustedController)),
-		item("object", ast.NewTerm(object)),
-		item("oldObject", ast.NewTerm(oldObject)),
-		item("workload", summaryTerm(sum, f.grows)),
-		item("oldWorkload", oldTerm),
-		item("namespace", frags.namespace(namespace, ns.obj)),
-		item("localQueue", lqTerm),
-		item("clusterQueue", cqTerm),
-	), nil
+	if err != nil {
+		return nil, err
+	}
+	add("request", func(p *InputPaths) *ast.Term { return projectTerm(requestTerm(req, t.TrustedController), p) })
+	add("workload", func(p *InputPaths) *ast.Term { return summaryTerm(f.sum, f.grows, req.Object, p) })
+	add("oldWorkload", func(p *InputPaths) *ast.Term {
+		if f.old == nil {
+			return nullTerm
+		}
+		return summaryTerm(f.old, false, req.OldObject, p)
+	})
+	// The cluster's parts are cached whole: projecting them would cost a copy
+	// per request, and what a policy does not read of them cannot change its
+	// answer.
+	add("namespace", func(*InputPaths) *ast.Term { return frags.namespace(ns.name, ns.obj) })
+	if paths.reads("localQueue") || paths.reads("clusterQueue") {
+		lqTerm, cqTerm := queueTerms(view, ns.name, f.sum.QueueName, frags)
+		add("localQueue", func(*InputPaths) *ast.Term { return lqTerm })
+		add("clusterQueue", func(*InputPaths) *ast.Term { return cqTerm })
+	}
+	return ast.NewObject(items...), nil
+}
+
+// queueTerms are the LocalQueue the workload names and its ClusterQueue, or null.
+func queueTerms(view cluster.View, namespace, queue string, frags *fragments) (lq, cq *ast.Term) {
+	lq, cq = nullTerm, nullTerm
+	if queue == "" {
+		return lq, cq
+	}
+	if l, ok := view.LocalQueue(namespace, queue); ok {
+		lq = frags.localQueue(l)
+		if c, ok := view.ClusterQueue(string(l.Spec.ClusterQueue)); ok {
+			cq = frags.clusterQueue(c, view)
+		}
+	}
+	return lq, cq
 }
 
 // item is one key of an input object. Keys are the input's fixed field names:
@@ -189,13 +213,13 @@ func str(s string) *ast.Term { return ast.StringTerm(s) }
 // intTerm is a count; small ones are OPA's interned terms.
 func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.InternedTerm(int(v)) }
 
-// objectValue converts an unstructured object. Its content is map[string]any
-// decoded from JSON, which OPA converts without reflection.
-func objectValue(u *unstructured.Unstructured) (ast.Value, error) {
+// objectValue converts the read parts of an unstructured object. Its content is
+// map[string]any decoded from JSON, which OPA converts without reflection.
+func objectValue(u *unstructured.Unstructured, p *InputPaths) (ast.Value, error) {
 	if u == nil || u.Object == nil {
 		return ast.NullValue, nil
 	}
-	return ast.InterfaceToValue(u.Object)
+	return projectValue(u.Object, p)
 }
 
 func gvkTerm(gvk schema.GroupVersionKind) *ast.Term {
@@ -248,7 +272,7 @@ func stringMapTerm(m map[string]string) *ast.Term {
 // parts of another workload as that workload and never sends them to the
 // policies. It is in the input so that policies never re-derive it from owner
 // references, which only a trusted controller's word makes true.
-func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
+func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured, p *InputPaths) *ast.Term {
 	podSets := make([]*ast.Term, len(s.PodSets))
 	for i, ps := range s.PodSets {
 		minCount := nullTerm
@@ -262,7 +286,7 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 			item("requests", resourceListTerm(ps.Requests)),
 		)
 	}
-	return ast.ObjectTerm(
+	items := [][2]*ast.Term{
 		item("kind", gvkTerm(s.Kind)),
 		item("framework", str(s.Framework)),
 		item("queueName", str(s.QueueName)),
@@ -278,7 +302,57 @@ func summaryTerm(s *workload.Summary, grows bool) *ast.Term {
 		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
 		item("jobSpecPaths", pathsTerm(s.JobSpecPaths)),
 		item("claimsUncounted", str(s.ClaimsUncounted)),
-	)
+	}
+	// The specs are copies of parts of the object: built only when read.
+	if p.reads("podSpecs") {
+		items = append(items, item("podSpecs", specsTerm(obj, s.PodSpecPaths)))
+	}
+	if p.reads("jobSpecs") {
+		items = append(items, item("jobSpecs", specsTerm(obj, s.JobSpecPaths)))
+	}
+	return projectTerm(ast.ObjectTerm(items...), p)
+}
+
+// specsTerm is the value at each path of obj, in order: what a policy would
+// read with object.get(input.object, path, null), given without the rest of
+// the object so that reading it does not make the object's name and uid part of
+// what the policies read (see InputPaths).
+func specsTerm(obj *unstructured.Unstructured, paths [][]any) *ast.Term {
+	out := make([]*ast.Term, len(paths))
+	for i, p := range paths {
+		out[i] = nullTerm
+		if v, ok := valueAt(obj.Object, p); ok {
+			if val, err := ast.InterfaceToValue(v); err == nil {
+				out[i] = ast.NewTerm(val)
+			}
+		}
+	}
+	return ast.ArrayTerm(out...)
+}
+
+// valueAt follows a path of map keys and list indices.
+func valueAt(v any, path []any) (any, bool) {
+	for _, seg := range path {
+		switch k := seg.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[k]; !ok {
+				return nil, false
+			}
+		case int:
+			l, ok := v.([]any)
+			if !ok || k < 0 || k >= len(l) {
+				return nil, false
+			}
+			v = l[k]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // pathsTerm renders paths of map keys and list indices.

@@ -110,6 +110,8 @@ var _ = Describe("BuildInput", func() {
 			"grows":           false,
 			"podSpecPaths":    []any{[]any{"spec", "template", "spec"}},
 			"jobSpecPaths":    []any{[]any{"spec"}},
+			"podSpecs":        []any{path(in, "object", "spec", "template", "spec")},
+			"jobSpecs":        []any{path(in, "object", "spec")},
 			"claimsUncounted": "",
 		}))
 		Expect(in).To(HaveKeyWithValue("oldWorkload", BeNil()))

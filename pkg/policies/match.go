@@ -42,6 +42,11 @@ type Match struct {
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 	// Operations are CREATE and/or UPDATE; empty means both.
 	Operations []admissionv1.Operation `json:"operations,omitempty"`
+	// Updates are the changes that make the policy judge an UPDATE; empty
+	// means every UPDATE. A policy that reports nothing on an update without
+	// one of them declares it, and such updates are decided without
+	// evaluating it: see UpdateChange.
+	Updates []UpdateChange `json:"updates,omitempty"`
 
 	nsSelector  labels.Selector
 	objSelector labels.Selector
@@ -56,6 +61,27 @@ type KindMatch struct {
 	Group     *string  `json:"group,omitempty"`
 	Kind      string   `json:"kind,omitempty"`
 }
+
+// UpdateChange is a change an UPDATE makes to the workload, as kueue-guard
+// computes it from the old and new objects (input.workload, input.oldWorkload).
+// An update whose old object cannot be summarized has every change.
+type UpdateChange string
+
+const (
+	// ChangeGrows: the workload asks Kueue for more (input.workload.grows).
+	ChangeGrows UpdateChange = "grows"
+	// ChangeQueueName: the queue Kueue reads (input.workload.queueName) changes.
+	ChangeQueueName UpdateChange = "queueName"
+	// ChangePriority: the priority class or its source changes
+	// (input.workload.priority, priorityClass).
+	ChangePriority UpdateChange = "priority"
+	// ChangeSpecs: a pod or Job spec, where they are, or claimsUncounted
+	// changes (input.workload.podSpecs, podSpecPaths, jobSpecs, jobSpecPaths,
+	// claimsUncounted).
+	ChangeSpecs UpdateChange = "specs"
+)
+
+var updateChanges = []UpdateChange{ChangeGrows, ChangeQueueName, ChangePriority, ChangeSpecs}
 
 // Subject is what the index matches a request by.
 type Subject struct {
@@ -84,11 +110,16 @@ func parseMatch(v any) (*Match, error) {
 	m := &Match{}
 	if err := dec.Decode(m); err != nil {
 		return nil, fmt.Errorf("METADATA custom.%s must be an object with kinds, namespaces, excludedNamespaces, "+
-			"namespaceSelector, labelSelector and operations: %v", matchCustom, err)
+			"namespaceSelector, labelSelector, operations and updates: %v", matchCustom, err)
 	}
 	for _, op := range m.Operations {
 		if op != admissionv1.Create && op != admissionv1.Update {
 			return nil, fmt.Errorf("METADATA custom.%s.operations: %q is not CREATE or UPDATE, the operations policies judge", matchCustom, op)
+		}
+	}
+	for _, c := range m.Updates {
+		if !slices.Contains(updateChanges, c) {
+			return nil, fmt.Errorf("METADATA custom.%s.updates: %q is not one of %v", matchCustom, c, updateChanges)
 		}
 	}
 	for i := range m.Kinds {
@@ -181,6 +212,19 @@ func (m *Match) dynamic(s *Subject) bool {
 		return false
 	}
 	return true
+}
+
+// judgesUpdate reports whether the policy judges an UPDATE with these changes.
+func (m *Match) judgesUpdate(changes map[UpdateChange]bool) bool {
+	if m == nil || len(m.Updates) == 0 {
+		return true
+	}
+	for _, c := range m.Updates {
+		if changes[c] {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDynamic reports whether dynamic can ever be false.

@@ -24,16 +24,22 @@ type Metrics struct {
 	LoadErrors prometheus.Counter
 	// Policies is the number of policies in the serving set.
 	Policies prometheus.Gauge
+	// Decisions counts evaluations answered from the decision cache (hit)
+	// and evaluated then kept (miss).
+	Decisions *prometheus.CounterVec
 
 	// durationOK and durationError are Duration's two series, bound once:
 	// every evaluated request observes one.
-	durationOK, durationError prometheus.Observer
+	durationOK, durationError    prometheus.Observer
+	decisionHits, decisionMisses prometheus.Counter
 }
 
 // bind binds the per-request series' labels once.
 func (m *Metrics) bind() *Metrics {
 	m.durationOK = m.Duration.WithLabelValues("ok")
 	m.durationError = m.Duration.WithLabelValues("error")
+	m.decisionHits = m.Decisions.WithLabelValues("hit")
+	m.decisionMisses = m.Decisions.WithLabelValues("miss")
 	return m
 }
 
@@ -68,6 +74,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "kueue_guard_policy_set_policies",
 			Help: "Number of policies in the serving policy set.",
 		}),
+		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kueue_guard_policy_decision_cache_total",
+			Help: "Policy evaluations answered from the decision cache (hit) or evaluated and kept (miss).",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		return m.bind(), nil
@@ -89,6 +99,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.Policies, err = kgmetrics.Register(reg, m.Policies); err != nil {
+		return nil, err
+	}
+	if m.Decisions, err = kgmetrics.Register(reg, m.Decisions); err != nil {
 		return nil, err
 	}
 	return m.bind(), nil

@@ -36,6 +36,10 @@ type policySet struct {
 	// namespace and labels select, prepared on first use, at most maxSubsets.
 	subsetMu sync.Mutex
 	subsets  map[string]*lazyQuery
+	// facts are what the set reads of its input and whether its answers
+	// may be reused; decisions reuses them (nil: never).
+	facts     setFacts
+	decisions *decisionCache
 }
 
 // maxSubsets bounds the subset queries a set keeps. Beyond it, a request whose
@@ -119,7 +123,7 @@ func prepare(ctx context.Context, c *compiled, query string) (rego.PreparedEvalQ
 }
 
 // buildSet compiles a snapshot and prepares its combined query.
-func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities) (*policySet, error) {
+func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities, cacheSize int) (*policySet, error) {
 	c, err := compileSnapshot(ctx, dir, snap, caps)
 	if err != nil {
 		return nil, err
@@ -141,6 +145,10 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 		return nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
 	}
 	s.subsets = map[string]*lazyQuery{}
+	s.facts = analyze(c.compiler.Modules)
+	if s.facts.deterministic {
+		s.decisions = newDecisionCache(cacheSize)
+	}
 	return s, nil
 }
 

@@ -88,18 +88,26 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 	// after a workload was admitted cannot wedge it. It is told apart before
 	// taking an evaluation slot, so that a flood of tenants' objects holding
 	// the slots cannot time it out.
+	// An update is also decided here, without an evaluation, when every
+	// policy that applies declares (custom.match.updates) changes it does
+	// not make.
 	var facts *requestFacts
-	if t.TrustedController && req.Operation == admissionv1.Update {
+	if req.Operation == admissionv1.Update && (t.TrustedController || plan.judgesSomeUpdatesOnly()) {
 		f, err := summarizeRequest(ctx, req, view)
-		if err == nil && !f.grows {
-			return nil
+		if err == nil {
+			if t.TrustedController && !f.grows {
+				return nil
+			}
+			if plan = plan.forUpdate(changesOf(req, f)); plan.Empty() {
+				return nil
+			}
 		}
 		facts = f
 	}
 	// Otherwise the summary and the input are built inside the evaluation
 	// slot: they cost several times the object in memory, so the slots, not
 	// the requests in flight, bound them.
-	res := plan.EvaluateBuilt(ctx, func() (ast.Value, error) {
+	res := plan.EvaluateBuilt(ctx, func(paths *InputPaths) (ast.Value, error) {
 		if facts == nil {
 			f, err := summarizeRequest(ctx, req, view)
 			if err != nil {
@@ -107,7 +115,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 			}
 			facts = f
 		}
-		return buildInput(req, t, view, facts, ns, s.frags)
+		return buildInput(req, t, view, facts, ns, s.frags, paths)
 	})
 	s.apply(ctx, res, d)
 	return nil

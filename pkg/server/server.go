@@ -249,13 +249,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	engine, err := policies.NewEngine(policies.Options{
-		Directory:     o.Config.Policies.Directory,
-		OnError:       o.Config.Policies.OnError,
-		AllowBuiltins: o.Config.Policies.AllowBuiltins,
-		Timeout:       o.PolicyTimeout,
-		MaxConcurrent: o.PolicyConcurrency,
-		Registerer:    crmetrics.Registry,
-		Logger:        o.Logger.WithName("policies"),
+		Directory:         o.Config.Policies.Directory,
+		OnError:           o.Config.Policies.OnError,
+		AllowBuiltins:     o.Config.Policies.AllowBuiltins,
+		DecisionCacheSize: o.Config.Policies.EngineCacheSize(),
+		Timeout:           o.PolicyTimeout,
+		MaxConcurrent:     o.PolicyConcurrency,
+		Registerer:        crmetrics.Registry,
+		Logger:            o.Logger.WithName("policies"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("policy engine: %w", err)

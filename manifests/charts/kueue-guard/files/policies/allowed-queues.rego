@@ -10,6 +10,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [queueName]
 package kueue_guard.allowed_queues
 
 import data.kueue_guard.lib

@@ -2,15 +2,17 @@ package kueue_guard.dra_claims_counted_test
 
 import data.kueue_guard.dra_claims_counted as policy
 
+import data.kueue_guard.specs_test.with_specs
+
 pod(claims) := {"containers": [{"name": "main"}], "resourceClaims": claims}
 
-job_input(op, claims, old_claims) := {
+job_input(op, claims, old_claims) := with_specs({
 	"request": {"operation": op, "kind": {"group": "batch", "version": "v1", "kind": "Job"}},
 	"object": {"spec": {"template": {"spec": pod(claims)}}},
 	"oldObject": old_object(old_claims),
 	"workload": {"grows": false, "podSpecPaths": [["spec", "template", "spec"]]},
 	"oldWorkload": old_workload(old_claims),
-}
+})
 
 old_object(null) := null
 

@@ -65,7 +65,7 @@ introduced(p, old) if not p in old
 # Anyone else's owner references are fields they wrote, and prove nothing.
 owned if {
 	input.request.trustedController
-	some ref in object.get(input.object, ["metadata", "ownerReferences"], [])
+	some ref in input.object.metadata.ownerReferences
 	ref.controller == true
 }
 
@@ -75,9 +75,35 @@ labels_path := ["spec", "jobTemplate", "metadata", "labels"] if {
 	input.request.kind.kind == "CronJob"
 } else := ["metadata", "labels"]
 
-labels := object.get(input.object, labels_path, {})
+# labels and old_labels read the object by fixed references, not object.get
+# with labels_path: kueue-guard builds only the parts of the input policies
+# name, and reuses a decision for objects that differ only where none reads.
+labels := template_labels if {
+	input.request.kind.kind == "CronJob"
+} else := own_labels
 
-old_labels := object.get(input.oldObject, labels_path, {}) if is_object(input.oldObject)
+# An UPDATE always has its old object (input.oldObject is not read whole here,
+# for the same reason).
+old_labels := old_template_labels if {
+	input.request.operation == "UPDATE"
+	input.request.kind.kind == "CronJob"
+} else := old_own_labels if input.request.operation == "UPDATE"
+
+default template_labels := {}
+
+template_labels := input.object.spec.jobTemplate.metadata.labels
+
+default own_labels := {}
+
+own_labels := input.object.metadata.labels
+
+default old_template_labels := {}
+
+old_template_labels := input.oldObject.spec.jobTemplate.metadata.labels
+
+default old_own_labels := {}
+
+old_own_labels := input.oldObject.metadata.labels
 
 # effective_fields maps Kueue's labels to the input.workload fields that hold
 # them as Kueue reads them (pod templates included).

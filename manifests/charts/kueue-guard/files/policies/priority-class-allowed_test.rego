@@ -2,6 +2,8 @@ package kueue_guard.priority_class_allowed_test
 
 import data.kueue_guard.priority_class_allowed as policy
 
+import data.kueue_guard.specs_test.with_specs
+
 config := {"priority_classes": {
 	"critical": {"groups": ["ml-admins"], "namespaces": ["prod"]},
 	"urgent": {"users": ["alice"]},
@@ -73,7 +75,7 @@ test_forged_owner_is_judged if {
 
 # Without the label Kueue takes the pods' priorityClassName: the same table
 # judges it.
-pod_class(user, class) := {
+pod_class(user, class) := with_specs({
 	"request": {
 		"operation": "CREATE", "namespace": "dev",
 		"kind": {"group": "batch", "version": "v1", "kind": "Job"},
@@ -85,7 +87,7 @@ pod_class(user, class) := {
 	},
 	"object": {"spec": {"template": {"spec": {"priorityClassName": class}}}},
 	"oldObject": null,
-}
+})
 
 test_pod_priority_class_is_judged_by_the_same_table if {
 	policy.deny == {{
@@ -106,7 +108,10 @@ test_an_update_that_does_not_change_the_priority_is_not_judged if {
 }
 
 test_a_scheduling_policy_class_points_there if {
-	inp := json.patch(pod_class("bob", "critical"), [{"op": "replace", "path": "/object", "value": {"spec": {"runPolicy": {"schedulingPolicy": {"priorityClass": "critical"}}}}}])
+	inp := with_specs(json.patch(pod_class("bob", "critical"), [
+		{"op": "replace", "path": "/object", "value": {"spec": {"runPolicy": {"schedulingPolicy": {"priorityClass": "critical"}}}}},
+		{"op": "replace", "path": "/workload/podSpecPaths", "value": []},
+	]))
 	some v in policy.deny with input as inp with data.kueue_guard.config as config
 	v.field == "spec.runPolicy.schedulingPolicy.priorityClass"
 }

@@ -15,6 +15,7 @@
 #   enforcement: deny
 #   match:
 #     operations: [CREATE, UPDATE]
+#     updates: [grows]
 package kueue_guard.require_resource_requests
 
 import data.kueue_guard.lib
@@ -26,11 +27,11 @@ required := object.get(lib.settings, "required_requests", ["cpu", "memory"])
 minimum := object.get(lib.settings, "minimum_requests", {})
 
 # pod_specs are [path, spec] for every pod spec in the object (kueue-guard finds
-# them: input.workload.podSpecPaths): spec itself for a
+# them: input.workload.podSpecPaths and podSpecs): spec itself for a
 # Pod, and every pod template's spec in the other kinds.
 pod_specs contains [path, pod] if {
-	some path in input.workload.podSpecPaths
-	pod := object.get(input.object, path, null)
+	some i, path in input.workload.podSpecPaths
+	pod := input.workload.podSpecs[i]
 	is_array(pod.containers)
 }
 

@@ -2,6 +2,8 @@ package kueue_guard.require_resource_requests_test
 
 import data.kueue_guard.require_resource_requests as policy
 
+import data.kueue_guard.specs_test.with_specs
+
 complete := {"name": "main", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
 
 job(containers) := paths({
@@ -11,10 +13,10 @@ job(containers) := paths({
 
 # paths adds input.workload.podSpecPaths as kueue-guard computes them: every map
 # under spec whose containers is a list.
-paths(inp) := object.union(inp, {"workload": {"podSpecPaths": [array.concat(["spec"], p) |
+paths(inp) := with_specs(object.union(inp, {"workload": {"podSpecPaths": [array.concat(["spec"], p) |
 	walk(inp.object.spec, [p, v])
 	is_array(v.containers)
-]}})
+]}}))
 
 test_complete_requests_pass if {
 	count(policy.deny) == 0 with input as job([complete])

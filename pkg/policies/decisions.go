@@ -1,0 +1,87 @@
+package policies
+
+import (
+	"slices"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/kueue-guard/kueue-guard/pkg/config"
+)
+
+// DefaultDecisionCacheSize is how many decisions a policy set keeps by
+// default (policies.decisionCacheSize).
+const DefaultDecisionCacheSize = config.DefaultDecisionCacheSize
+
+// decisionCache reuses a policy set's results: one query on one input gives
+// one answer when the set calls no non-deterministic built-in. The key is the
+// input as the policies see it — only the parts they read, the cluster's
+// parts included — so it changes with what they read of the cluster (a
+// namespace's labels, a ClusterQueue's usage) and never with what they do not
+// (names, uids). A set's cache is dropped with the set when another loads.
+// Entries hold their input and a hit compares it whole: OPA's hash only
+// chooses the bucket.
+type decisionCache struct {
+	mu      sync.Mutex // serializes a bucket's read-modify-write
+	entries *lru.Cache[decisionKey, []decision]
+}
+
+type decisionKey struct {
+	query *rego.PreparedEvalQuery
+	hash  int
+}
+
+type decision struct {
+	input ast.Value
+	res   *Result
+}
+
+// newDecisionCache returns nil (no reuse) for size ≤ 0.
+func newDecisionCache(size int) *decisionCache {
+	if size <= 0 {
+		return nil
+	}
+	c, err := lru.New[decisionKey, []decision](size)
+	if err != nil {
+		return nil
+	}
+	return &decisionCache{entries: c}
+}
+
+// get is the result cached for input under query, if any. Results are shared:
+// callers only read them.
+func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Result, bool) {
+	if c == nil || query == nil {
+		return nil, false
+	}
+	bucket, ok := c.entries.Get(decisionKey{query: query, hash: input.Hash()})
+	if !ok {
+		return nil, false
+	}
+	for _, d := range bucket {
+		if d.input.Compare(input) == 0 {
+			return d.res, true
+		}
+	}
+	return nil, false
+}
+
+// put keeps a result that has no failure: a failure (a deadline, a full slot
+// pool) says more about the moment than about the input.
+func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res *Result) {
+	if c == nil || query == nil || len(res.Failures) > 0 {
+		return
+	}
+	key := decisionKey{query: query, hash: input.Hash()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	bucket, _ := c.entries.Peek(key)
+	for _, d := range bucket {
+		if d.input.Compare(input) == 0 {
+			return
+		}
+	}
+	c.entries.Add(key, append(slices.Clip(bucket), decision{input: input, res: res}))
+}

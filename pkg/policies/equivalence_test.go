@@ -1,0 +1,185 @@
+package policies_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// The step decides a request with less than a full evaluation: only the input
+// the policies read, a decision reused for an input seen before, and no
+// evaluation of a policy whose custom.match.updates the update does not make.
+// Each must leave every decision as a full, uncached evaluation of every
+// policy on the whole input gives it, above all where a shortcut would let a
+// problem through: an update that introduces one without growing, a second
+// object that differs only where no policy reads but carries one.
+var _ = Describe("Decisions with projection, reuse and update triggers", func() {
+	It("equal a full evaluation of every policy on the whole input, for every request of the corpus, twice", func(ctx SpecContext) {
+		fast := policies.NewStep(loadedEngine(shippedDir))
+		full := loadedEngine(shippedDir, noDecisionCache)
+		view := gpuCluster("2")
+		reqs := equivalenceCorpus()
+		Expect(len(reqs)).To(BeNumerically(">", 40))
+		reported := 0
+		for round := range 2 { // the second round is answered from the cache
+			for i, req := range reqs {
+				want := reference(ctx, full, req, view)
+				got := policyFindings(validateWith(fast, req, view))
+				Expect(got).To(Equal(want), "round %d, request %d (%s %s)", round, i, req.Operation, req.Name)
+				if len(want) > 0 {
+					reported++
+				}
+			}
+		}
+		// The corpus must hold problems for the shortcuts to hide.
+		Expect(reported).To(BeNumerically(">", len(reqs)/2))
+	})
+})
+
+var _ = Describe("The decision cache", func() {
+	hits := func(e *policies.Engine) float64 { return metricValue(e.Metrics().Decisions.WithLabelValues("hit")) }
+
+	It("answers again when what the policies read of the cluster changes, and reuses the answer when it comes back", func(ctx SpecContext) {
+		e := loadedEngine(shippedDir)
+		full := loadedEngine(shippedDir, noDecisionCache)
+		step := policies.NewStep(e)
+		req := createRequest(gpuJob("j", 4, "1"))
+		roomy, busy := gpuCluster("0"), gpuCluster("6")
+		first := policyFindings(validateWith(step, req, roomy))
+		second := policyFindings(validateWith(step, req, busy))
+		Expect(first).To(Equal(reference(ctx, full, req, roomy)))
+		Expect(second).To(Equal(reference(ctx, full, req, busy)))
+		Expect(second).NotTo(Equal(first), "the ClusterQueue's usage is read: its change is a new decision")
+		Expect(hits(e)).To(BeZero())
+		Expect(policyFindings(validateWith(step, req, roomy))).To(Equal(first))
+		Expect(hits(e)).To(Equal(1.0))
+	})
+
+	It("is not used by a set that reads the time (a built-in the admin must allow)", func() {
+		dir := GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{"p.rego": policy("clock", "deny",
+			`deny contains "from the future" if time.now_ns() < input.workload.podSets[0].count`)})
+		e := loadedEngine(dir, func(o *policies.Options) { o.AllowBuiltins = []string{"time.now_ns"} })
+		step := policies.NewStep(e)
+		req := createRequest(gpuJob("j", 4, "1"))
+		for range 3 {
+			Expect(policyFindings(validateWith(step, req, gpuCluster("0")))).To(BeEmpty())
+		}
+		Expect(hits(e)).To(BeZero())
+		Expect(metricValue(e.Metrics().Decisions.WithLabelValues("miss"))).To(BeZero())
+	})
+})
+
+// reference is what every policy reports on the whole input, uncached, as the
+// step would report it: "policy: message" for a request the built-in rules
+// let through (the step is only run on queued workloads).
+func reference(ctx context.Context, e *policies.Engine, req *admission.Request, view cluster.View) []string {
+	in, err := policies.BuildInput(ctx, req, admission.Target{}, view)
+	Expect(err).NotTo(HaveOccurred())
+	res := e.Evaluate(ctx, in)
+	Expect(res.Failures).To(BeEmpty())
+	out := []string{}
+	for _, f := range res.Findings {
+		out = append(out, fmt.Sprintf("%s: %s", f.Policy.ID, f.Message))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func policyFindings(d *admission.Decision) []string {
+	out := []string{}
+	for _, v := range d.Violations {
+		out = append(out, fmt.Sprintf("%s: %s", v.Rule, v.Message))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// equivalenceCorpus is CREATEs and UPDATEs of Jobs and JobSets by alice, each
+// workload in two copies that differ only in name and uid, so that the second
+// of each pair is answered from the cache.
+func equivalenceCorpus() []*admission.Request {
+	var out []*admission.Request
+	for _, name := range []string{"a", "b"} {
+		for _, c := range equivalenceCases(name) {
+			if c.old == nil {
+				out = append(out, createRequest(c.obj))
+				continue
+			}
+			out = append(out, updateRequest(c.old, c.obj))
+		}
+	}
+	return out
+}
+
+type equivalenceCase struct{ old, obj *unstructured.Unstructured }
+
+// equivalenceCases vary what each shipped policy reads, alone and on updates
+// that do and do not change it.
+func equivalenceCases(name string) []equivalenceCase {
+	job := func(parallelism int64, gpus string) *unstructured.Unstructured {
+		j := gpuJob("job-"+name, parallelism, gpus)
+		j.SetUID(uid(name))
+		return j
+	}
+	edit := func(u *unstructured.Unstructured, f func(o fixtures.Object)) *unstructured.Unstructured {
+		c := u.DeepCopy()
+		f(fixtures.Object{Unstructured: c})
+		return c
+	}
+	annotate := func(o fixtures.Object) { o.SetAnnotations(map[string]string{"touched": "yes"}) }
+	grace := func(secs int64) func(o fixtures.Object) {
+		return func(o fixtures.Object) { o.Set(secs, "spec", "template", "spec", "terminationGracePeriodSeconds") }
+	}
+	claim := func(o fixtures.Object) {
+		o.Set([]any{map[string]any{"name": "gpu", "resourceClaimName": "shared"}}, "spec", "template", "spec", "resourceClaims")
+	}
+	noMemory := func(o fixtures.Object) { o.Requests("memory", "0") }
+	queue := func(q string) func(o fixtures.Object) { return func(o fixtures.Object) { o.Queue(q) } }
+	priority := func(o fixtures.Object) { o.Label("kueue.x-k8s.io/priority-class", "critical") }
+	unbounded := func(o fixtures.Object) { o.Set("TerminatingOrFailed", "spec", "podReplacementPolicy") }
+	small, big := job(2, "1"), job(16, "2") // big asks 32 GPUs: over the namespace's 8
+	jobSet := fixtures.JobSet("ml", "js-"+name).Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
+		Requests("cpu", "2").Requests("memory", "8Gi").Requests(gpu, "1").Held().Obj()
+	jobSet.SetUID(uid(name + "-js"))
+	cases := []equivalenceCase{
+		{obj: small}, {obj: big}, {obj: jobSet},
+		{obj: edit(small, grace(3600))}, {obj: edit(small, claim)}, {obj: edit(small, noMemory)},
+		{obj: edit(small, priority)}, {obj: edit(small, queue("elsewhere"))},
+		{obj: edit(small, func(o fixtures.Object) { o.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "lq"}) })},
+	}
+	changes := []func(o fixtures.Object){annotate, grace(3600), grace(60), claim, noMemory, priority,
+		queue("elsewhere"), unbounded, func(o fixtures.Object) { o.Parallelism(32) }}
+	for _, base := range []*unstructured.Unstructured{small, big, edit(small, grace(3600)), edit(small, unbounded)} {
+		for _, change := range changes {
+			cases = append(cases, equivalenceCase{old: base, obj: edit(base, change)})
+		}
+	}
+	// A JobSet's own metadata: its pod templates are elsewhere.
+	for _, change := range []func(o fixtures.Object){annotate, priority, queue("elsewhere"), noMemory} {
+		cases = append(cases, equivalenceCase{old: jobSet, obj: edit(jobSet, change)})
+	}
+	return cases
+}
+
+func uid(s string) types.UID { return types.UID("uid-" + s) }
+
+// updateRequest is an UPDATE of old to obj by alice.
+func updateRequest(old, obj *unstructured.Unstructured) *admission.Request {
+	req := createRequest(obj)
+	req.Operation = admissionv1.Update
+	req.OldObject = old
+	return req
+}
