@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,11 +16,8 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
-	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
 // benchNamespace is where the workloads are: examples/cluster-state.yaml gives it
@@ -51,34 +47,40 @@ type body struct {
 	// CheckOnly bodies are measured by no point: they are sent once to
 	// kueue-guard's validating webhook and to OPA, to compare their findings.
 	CheckOnly bool
-	// req is the request as kueue-guard's handler decodes it.
-	req *admission.Request
+	// Stream, for a distinct-workload stream (stream.go), is every request of
+	// it; Review and Input are then its first request's.
+	Stream *stream
+	// want is what the policies decide on a queued body, by the reference
+	// evaluation: the decision check's answer.
+	want policyAnswer
 }
 
 // floorName names the floor row a body's figures are compared with: the unqueued
-// body of the same kind and operation (the floor reads no label, only the bytes).
-func (b *body) floorName() string { return b.Kind + " " + string(b.Op) }
+// body of the same kind and operation (the floor reads no label, only the bytes),
+// or for a stream the same stream.
+func (b *body) floorName() string {
+	if b.Stream != nil {
+		return b.Name
+	}
+	return b.Kind + " " + string(b.Op)
+}
 
 // buildBodies builds every body: Job and JobSet, CREATE and UPDATE, without the
 // queue label and with it. The queued objects are the unqueued ones after
 // kueue-guard's own defaulting (run here, in process, against the same cluster
 // state the server sees), so they are exactly what the API server would send to
 // the validating webhook.
-func buildBodies(ctx context.Context, cfg *config.Configuration, view cluster.View) ([]*body, error) {
-	pipeline, err := admission.Build(cfg, testenv.ServerNamespace)
-	if err != nil {
-		return nil, fmt.Errorf("building kueue-guard's pipeline: %w", err)
-	}
+func buildBodies(ctx context.Context, pipeline *admission.Pipeline, ref *referee) ([]*body, error) {
 	var out []*body
 	for _, kind := range []string{"Job", "JobSet"} {
 		plain := workloadObject(kind)
-		queued, err := defaulted(ctx, pipeline, plain, view)
+		queued, err := defaulted(ctx, pipeline, plain, ref.view)
 		if err != nil {
 			return nil, fmt.Errorf("defaulting the %s: %w", kind, err)
 		}
 		for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
 			for _, obj := range []*unstructured.Unstructured{plain, queued} {
-				b, err := newBody(ctx, kind, op, obj, obj != plain, view)
+				b, err := newBody(ctx, kind, op, obj, obj != plain, ref)
 				if err != nil {
 					return nil, err
 				}
@@ -86,7 +88,7 @@ func buildBodies(ctx context.Context, cfg *config.Configuration, view cluster.Vi
 			}
 		}
 	}
-	check, err := violatingBody(ctx, pipeline, view)
+	check, err := violatingBody(ctx, pipeline, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +99,13 @@ func buildBodies(ctx context.Context, cfg *config.Configuration, view cluster.Vi
 // GPUs than max-gpus-per-workload allows and than its ClusterQueue has, and no
 // maximum execution time. The measured bodies break none, so without it the
 // comparison of OPA's findings with kueue-guard's would compare nothing.
-func violatingBody(ctx context.Context, p *admission.Pipeline, view cluster.View) (*body, error) {
+func violatingBody(ctx context.Context, p *admission.Pipeline, ref *referee) (*body, error) {
 	job := fixtures.Job(benchNamespace, "too-many-gpus").Parallelism(4).Requests("nvidia.com/gpu", "4").Obj()
-	queued, err := defaulted(ctx, p, job, view)
+	queued, err := defaulted(ctx, p, job, ref.view)
 	if err != nil {
 		return nil, fmt.Errorf("defaulting the violating Job: %w", err)
 	}
-	b, err := newBody(ctx, "Job", admissionv1.Create, queued, true, view)
+	b, err := newBody(ctx, "Job", admissionv1.Create, queued, true, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -130,37 +132,40 @@ func defaulted(ctx context.Context, p *admission.Pipeline, obj *unstructured.Uns
 
 // newBody builds one AdmissionReview; an UPDATE's object is obj with its revision
 // annotation changed, and its oldObject is obj.
-func newBody(ctx context.Context, kind string, op admissionv1.Operation, obj *unstructured.Unstructured, queued bool, view cluster.View) (*body, error) {
+func newBody(ctx context.Context, kind string, op admissionv1.Operation, obj *unstructured.Unstructured, queued bool, ref *referee) (*body, error) {
 	name := kind + " " + string(op)
 	if queued {
 		name += " +queue"
 	}
 	object, old := obj, (*unstructured.Unstructured)(nil)
 	if op == admissionv1.Update {
-		object, old = obj.DeepCopy(), obj
-		annotations := object.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[revisionAnnotation] = "2"
-		object.SetAnnotations(annotations)
+		object, old = withRevision(obj, "2"), obj
 	}
 	ar := admissionReview(kind, op, object, old)
-	raw, err := json.Marshal(ar)
-	if err != nil {
+	b := &body{Name: name, Kind: kind, Op: op, Queued: queued}
+	var err error
+	if b.Review, err = json.Marshal(ar); err != nil {
 		return nil, err
 	}
-	req, err := decodeRequest(ar)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	b := &body{Name: name, Kind: kind, Op: op, Queued: queued, Review: raw, req: req}
 	if queued {
-		if b.Input, err = opaInput(ctx, req, view); err != nil {
-			return nil, fmt.Errorf("%s: building the policy input: %w", name, err)
+		if b.Input, b.want, err = ref.decide(ctx, ar); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	return b, nil
+}
+
+// withRevision is a copy of obj with its revision annotation set: an update that
+// asks Kueue for nothing more.
+func withRevision(obj *unstructured.Unstructured, revision string) *unstructured.Unstructured {
+	object := obj.DeepCopy()
+	annotations := object.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[revisionAnnotation] = revision
+	object.SetAnnotations(annotations)
+	return object
 }
 
 // admissionReview wraps objects in an AdmissionReview as the API server sends it.
@@ -207,24 +212,6 @@ func decodeRequest(ar *admissionv1.AdmissionReview) (*admission.Request, error) 
 		}
 	}
 	return req, nil
-}
-
-// opaInput is {"input": ...} with the input kueue-guard's policy step builds for
-// req (policies.BuildInput), as JSON.
-func opaInput(ctx context.Context, req *admission.Request, view cluster.View) ([]byte, error) {
-	in, ok := integrations.Lookup(req.Kind.GroupKind())
-	if !ok {
-		return nil, fmt.Errorf("%s is not a catalog kind", req.Kind)
-	}
-	value, err := policies.BuildInput(ctx, req, admission.Target{Integration: in}, view)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := ast.JSON(value)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{"input": doc})
 }
 
 func mustJSON(v any) []byte {

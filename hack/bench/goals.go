@@ -23,6 +23,12 @@ const (
 	// auditP99Goal bounds admission's p99 while the audit runs, as a
 	// multiple of its p99 between runs.
 	auditP99Goal = 1.5
+	// streamOPAGoal is the validating webhook's least throughput on each
+	// distinct-workload stream, as a multiple of OPA's on the same stream.
+	streamOPAGoal = 3.0
+	// openP99Goal bounds the validating webhook's p99 at every open-loop
+	// point, as a multiple of the floor's at the same share of capacity.
+	openP99Goal = 3.0
 )
 
 // goal is one target and how the run fared against it.
@@ -50,6 +56,8 @@ func evaluateTargets(r *results, c int) []goal {
 			goals = append(goals, opaGoal(guard, opa))
 		}
 	}
+	goals = append(goals, streamGoals(r, c)...)
+	goals = append(goals, openGoal(r))
 	if a := r.Audit; a != nil && len(a.Runs) > 0 {
 		goals = append(goals, auditGoals(a)...)
 	}
@@ -90,6 +98,74 @@ func floorRatioGoal(r *results, x *closedResult, target string, multiple float64
 	g.Measured = fmt.Sprintf("%.2f× (%s vs %s ms)", v, msf(x.Latency.P99), msf(f.Latency.P99))
 	g.Verdict = atMost(v, multiple)
 	return g
+}
+
+// streamGoals check the validating webhook on each distinct-workload stream:
+// against the floor sent the same stream, and against OPA sent its inputs.
+func streamGoals(r *results, c int) []goal {
+	var goals []goal
+	for _, name := range streamNames() {
+		v := r.closed(epValidate, name, c)
+		goals = append(goals,
+			floorRatioGoal(r, v, "/validate-workloads, distinct workloads: throughput", validateRPSGoal, true),
+			floorRatioGoal(r, v, "/validate-workloads, distinct workloads: p99 latency", validateP99Goal, false),
+			opaRPSGoal(v, r.closed(epOPA, name, c)))
+	}
+	return goals
+}
+
+// opaRPSGoal checks that the validating webhook's throughput is at least
+// streamOPAGoal × OPA's on the same requests.
+func opaRPSGoal(guard, opa *closedResult) goal {
+	g := goal{Target: "/validate-workloads, distinct workloads: throughput against OPA's",
+		Goal: fmt.Sprintf("≥ %.1f× OPA's rps", streamOPAGoal), Measured: "not measured", Verdict: "not measured"}
+	if guard == nil || opa == nil || opa.RPS <= 0 {
+		return g
+	}
+	v := guard.RPS / opa.RPS
+	g.Target += fmt.Sprintf(" (%s, C=%d)", guard.body.Name, guard.c)
+	g.Measured, g.Verdict = fmt.Sprintf("%.2f× (%.0f vs %.0f rps)", v, guard.RPS, opa.RPS), atLeast(v, streamOPAGoal)
+	return g
+}
+
+// openGoal checks the validating webhook's worst open-loop point: every point's
+// p99 is within openP99Goal × the floor's when the worst one is.
+func openGoal(r *results) goal {
+	g := goal{Target: "/validate-workloads p99 at every open-loop point",
+		Goal:     fmt.Sprintf("≤ %.1f× floor's at the same share of capacity", openP99Goal),
+		Measured: "not measured", Verdict: "not measured"}
+	x, v := worstOpen(r)
+	if x == nil {
+		return g
+	}
+	g.Target += fmt.Sprintf(" (%s)", x.body.Name)
+	g.Measured = "worst " + describeOpenRatio(r, x, v)
+	g.Verdict = atMost(v, openP99Goal)
+	return g
+}
+
+// worstOpen is the validating webhook's open-loop point whose p99 is the largest
+// multiple of the floor's at the same share of capacity, and that multiple.
+func worstOpen(r *results) (worst *openResult, ratio float64) {
+	for i := range r.Open {
+		x := &r.Open[i]
+		f := r.floorOpen(x)
+		if x.ep.Name != epValidate || f == nil || f.Latency.P99 <= 0 {
+			continue
+		}
+		if v := float64(x.Latency.P99) / float64(f.Latency.P99); worst == nil || v > ratio {
+			worst, ratio = x, v
+		}
+	}
+	return worst, ratio
+}
+
+// describeOpenRatio renders an open-loop point's p99 against the floor's:
+// "1.52× the floor's p99 at 75 % of capacity (0.812 vs 0.534 ms)".
+func describeOpenRatio(r *results, x *openResult, v float64) string {
+	f := r.floorOpen(x)
+	return fmt.Sprintf("%.2f× the floor's p99 at %.0f %% of capacity (%s vs %s ms)",
+		v, 100*x.fraction, msf(x.Latency.P99), msf(f.Latency.P99))
 }
 
 // auditGoals check the audit figure: every run within its interval, and

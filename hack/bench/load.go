@@ -58,6 +58,11 @@ type caller struct {
 	// next of them, in turn.
 	mix  []request
 	next int
+	// stream, when not empty, replaces payload: each call sends the one
+	// cursor, shared by the point's workers, points at, and moves it on. An
+	// atomic add, not a lock: the workers would queue on a lock.
+	stream [][]byte
+	cursor *atomic.Uint64
 }
 
 // request is one URL and the payload sent to it.
@@ -71,7 +76,10 @@ type request struct {
 // response).
 func (c *caller) call(ctx context.Context) error {
 	url, payload := c.url, c.payload
-	if len(c.mix) > 0 {
+	switch {
+	case len(c.stream) > 0:
+		payload = c.stream[(c.cursor.Add(1)-1)%uint64(len(c.stream))]
+	case len(c.mix) > 0:
 		r := c.mix[c.next%len(c.mix)]
 		c.next++
 		url, payload = r.url, r.payload

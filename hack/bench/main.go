@@ -62,6 +62,10 @@ type options struct {
 	auditWorkloads int
 	auditInterval  time.Duration
 	auditRuns      int
+	// The distinct-workload streams (stream.go): requests per stream (0:
+	// none) and the share of them whose shape other requests share.
+	streamSize        int
+	streamRepeatShare float64
 }
 
 // shortPreset is what --short sets, for the flags not given explicitly: every
@@ -79,6 +83,9 @@ var shortPreset = map[string]string{
 	"audit-workloads": "260",
 	"audit-interval":  "2s",
 	"audit-runs":      "2",
+	// Enough requests that each point cycles through a stream of distinct
+	// workloads, few enough that building and checking them takes seconds.
+	"stream-size": "200",
 }
 
 func main() {
@@ -127,6 +134,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.auditWorkloads, "audit-workloads", 5000, "Workloads of the audit figure (0: no audit figure), every kind in turn")
 	fs.DurationVar(&o.auditInterval, "audit-interval", time.Minute, "audit.interval of the audit figure's server (the default's)")
 	fs.IntVar(&o.auditRuns, "audit-runs", 2, "Intervals the audit figure's admission load runs for")
+	fs.IntVar(&o.streamSize, "stream-size", 2000, "Requests of each distinct-workload stream (Job and JobSet, CREATE and UPDATE; 0: no streams)")
+	fs.Float64Var(&o.streamRepeatShare, "stream-repeat-share", 0.5,
+		"Share of a stream's requests whose shape (spec) a few other requests share, as a CronJob's Jobs do; the others' shapes are unique in the stream")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "Hard deadline of the whole run")
 	fs.BoolVar(&o.short, "short", false, "CI preset: "+describePreset())
 	fs.Func("guard-arg", "One more argument of kueue-guard serve (repeatable), e.g. --guard-arg=--pprof-bind-address=127.0.0.1:6060", func(v string) error {
@@ -170,7 +180,7 @@ func applyPreset(fs *flag.FlagSet) error {
 
 func describePreset() string {
 	var parts []string
-	for _, name := range []string{"duration", "warmup", "reps", "scale", "benchtime", "timeout", "audit-workloads", "audit-interval", "audit-runs"} {
+	for _, name := range []string{"duration", "warmup", "reps", "scale", "benchtime", "timeout", "audit-workloads", "audit-interval", "audit-runs", "stream-size"} {
 		parts = append(parts, "--"+name+"="+shortPreset[name])
 	}
 	return strings.Join(parts, " ")
@@ -188,6 +198,8 @@ func (o *options) validate() error {
 		return errors.New("--timeout must be positive")
 	case o.auditWorkloads < 0 || o.auditRuns < 1 || o.auditInterval < time.Second:
 		return errors.New("--audit-workloads must not be negative, --audit-runs at least 1 and --audit-interval at least 1s")
+	case o.streamSize < 0 || o.streamRepeatShare < 0 || o.streamRepeatShare > 1:
+		return errors.New("--stream-size must not be negative and --stream-repeat-share must be between 0 and 1")
 	case len(o.openFractions) == 0:
 		return errors.New("--open-fractions must name at least one rate")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,26 +19,35 @@ import (
 )
 
 // probe sends every endpoint each body it is measured with once: each must
-// answer, what kueue-guard answers is recorded for the bodies table, and OPA's
-// findings are compared with kueue-guard's for every queued body. A mismatch is
-// printed loudly and reported, but the run goes on.
+// answer, what kueue-guard answers is recorded for the bodies table, OPA's
+// findings are compared with kueue-guard's for every queued body (a mismatch is
+// printed loudly and reported, but the run goes on), and kueue-guard's answers
+// to the queued bodies and to every stream request go through the decision
+// check, which fails the run before the load on any mismatch.
 func (b *bench) probe(ctx context.Context) error {
 	client := newClient(1)
 	defer client.CloseIdleConnections()
 	for _, body := range b.bodies {
+		if body.Stream != nil {
+			continue
+		}
 		row, err := b.probeBody(ctx, client, body)
 		if err != nil {
 			return err
 		}
 		b.results.Bodies = append(b.results.Bodies, row)
 	}
-	return nil
+	if err := b.checkStreams(ctx); err != nil {
+		return err
+	}
+	return b.results.Decisions.failed()
 }
 
 // probeBody sends one body to the endpoints that take it.
 func (b *bench) probeBody(ctx context.Context, client *http.Client, body *body) (bodyRow, error) {
 	row := bodyRow{Name: body.Name, ReviewBytes: len(body.Review), InputBytes: len(body.Input)}
-	var guardFindings, opaFindings map[string]int
+	var guard policyAnswer
+	var opaFindings map[string]int
 	for _, ep := range b.eps {
 		if !probes(ep, body) {
 			continue
@@ -51,7 +61,7 @@ func (b *bench) probeBody(ctx context.Context, client *http.Client, body *body) 
 		case epMutate:
 			row.Mutate, _, err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
 		case epValidate:
-			row.Validate, guardFindings, err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
+			row.Validate, guard, err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
 		case epOPA:
 			opaFindings, err = opaAnswer(c.buf.Bytes(), b.policyIDs)
 		}
@@ -60,20 +70,19 @@ func (b *bench) probeBody(ctx context.Context, client *http.Client, body *body) 
 		}
 	}
 	if body.Queued {
-		row.Findings = describeFindings(guardFindings)
-		b.compareFindings(body, guardFindings, opaFindings)
+		row.Findings = describeFindings(guard.counts(b.policyIDs))
+		b.compareFindings(body, guard.counts(b.policyIDs), opaFindings)
+		b.results.Decisions.record(body.Name, guard, body.want)
 	}
 	return row, nil
 }
 
 // compareFindings records a mismatch between kueue-guard's and OPA's findings.
 func (b *bench) compareFindings(body *body, guard, opa map[string]int) {
-	for _, id := range b.policyIDs {
-		if guard[id] != opa[id] {
-			m := fmt.Sprintf("%s: policy %s: kueue-guard reports %d findings, OPA %d", body.Name, id, guard[id], opa[id])
-			fmt.Println("!!! MISMATCH !!!", m)
-			b.results.Mismatches = append(b.results.Mismatches, m)
-		}
+	if d := countsDiff(b.policyIDs, guard, opa); d != "" {
+		m := body.Name + ": " + d
+		fmt.Println("!!! MISMATCH !!!", m)
+		b.results.Mismatches = append(b.results.Mismatches, m)
 	}
 }
 
@@ -127,12 +136,14 @@ func (b *bench) measure(ctx context.Context, p plan) error {
 	return nil
 }
 
-// callers makes one caller per worker for a point, all on one client.
+// callers makes one caller per worker for a point, all on one client; for a
+// stream, all on one cursor, so that the workers send its requests in turn.
 func callers(ep *endpoint, b *body, conns int) (newCaller func() *caller, done func()) {
 	client := newClient(conns)
-	url, payload := ep.url(), ep.payload(b)
+	url, payload, stream := ep.url(), ep.payload(b), ep.stream(b)
+	cursor := new(atomic.Uint64)
 	return func() *caller {
-		return &caller{client: client, url: url, payload: payload, check: ep.check}
+		return &caller{client: client, url: url, payload: payload, check: ep.check, stream: stream, cursor: cursor}
 	}, client.CloseIdleConnections
 }
 

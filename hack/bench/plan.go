@@ -79,10 +79,15 @@ func makePlan(o *options, eps []*endpoint, bodies []*body) plan {
 // takes reports whether an endpoint is measured with a body: the floor reads no
 // label, so it is measured once per kind and operation; OPA only evaluates
 // policies, which kueue-guard runs for queued workloads only. Check-only bodies
-// are measured by none.
+// are measured by none. A stream is measured against the floor, the validating
+// webhook and OPA: its workloads are queued, so the mutating webhook would have
+// nothing to do.
 func takes(ep *endpoint, b *body) bool {
 	if b.CheckOnly {
 		return false
+	}
+	if b.Stream != nil {
+		return ep.Name != epMutate
 	}
 	switch ep.Name {
 	case epFloor:
@@ -95,7 +100,11 @@ func takes(ep *endpoint, b *body) bool {
 
 // probes reports whether an endpoint is sent a body before the load: those it is
 // measured with, and the check-only bodies for the validating webhook and OPA.
+// Streams are sent by the decision check instead (decisions.go).
 func probes(ep *endpoint, b *body) bool {
+	if b.Stream != nil {
+		return false
+	}
 	if b.CheckOnly {
 		return ep.Name == epValidate || ep.Name == epOPA
 	}
@@ -110,14 +119,19 @@ func isHeadline(ep *endpoint, b *body) bool {
 const (
 	startupEstimate = 45 * time.Second
 	scaleEstimate   = 2 * time.Minute
+	// streamRequestEstimate is the building, reference evaluation and
+	// decision check of one request of each of the four streams, on two
+	// cores.
+	streamRequestEstimate = 30 * time.Millisecond
 )
 
 // estimate is how long the run should take: the load points, the package
-// benchmarks, the start-up and the scale figure.
+// benchmarks, the start-up, the streams' building and check, and the scale
+// figure.
 func (p plan) estimate(o *options) time.Duration {
 	closed := time.Duration(len(p.closed)) * (o.warmup + time.Duration(o.reps)*o.duration)
 	open := time.Duration(len(p.open)) * (o.warmup + o.duration + 100*time.Millisecond)
-	d := closed + open + startupEstimate
+	d := closed + open + startupEstimate + time.Duration(o.streamSize)*streamRequestEstimate
 	if o.goBench != "" {
 		d += o.goBenchEstimate()
 	}
@@ -130,12 +144,13 @@ func (p plan) estimate(o *options) time.Duration {
 // describe is the plan in two lines.
 func (p plan) describe(o *options) string {
 	return fmt.Sprintf(
-		"%d closed-loop points (%d × %v after a %v warm-up each, concurrency %v; all bodies at %d) and %d open-loop points (%v each after a warm-up)\nestimated run time: %v (deadline %v)",
+		"%d closed-loop points (%d × %v after a %v warm-up each, concurrency %v; all bodies, and streams of %d requests, at %d) and %d open-loop points (%v each after a warm-up)\nestimated run time: %v (deadline %v)",
 		len(p.closed),
 		o.reps,
 		o.duration,
 		o.warmup,
 		joinInts(o.concurrency),
+		o.streamSize,
 		o.matrixConcurrency,
 		len(p.open),
 		o.duration,

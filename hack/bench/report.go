@@ -35,6 +35,17 @@ type reportData struct {
 	GoBenchmarkError                string
 	Mismatches                      []string
 	ScaleCounts                     scaleCounts
+	// The distinct-workload streams: their table and closed-loop rows, how
+	// they are made, and the decision check.
+	Streams, StreamMatrix        string
+	StreamSize, RepeatedShapes   int
+	StreamSeed                   uint64
+	RepeatSharePct, GrowSharePct float64
+	DecisionsChecked             int
+	DecisionMismatches           []string
+	// OpenWorst is the validating webhook's worst open-loop point against
+	// the floor, or empty.
+	OpenWorst string
 }
 
 // report prints the tables and, with --out, writes the Markdown report.
@@ -46,7 +57,7 @@ func (b *bench) report() error {
 		Concurrency: b.o.concurrency, OpenWorkers: b.o.openWorkers, BenchTime: b.o.benchTime,
 		Machine: r.Machine, Elapsed: r.Elapsed.Round(time.Second),
 		Bodies: bodiesTable(r).String(),
-		Matrix: closedTable(r, func(x *closedResult) bool { return x.c == b.o.matrixConcurrency }, false).String(),
+		Matrix: closedTable(r, func(x *closedResult) bool { return x.c == b.o.matrixConcurrency && x.body.Stream == nil }, false).String(),
 		Levels: closedTable(r, func(x *closedResult) bool { return isHeadline(x.ep, x.body) }, true).String(),
 		Open:   openTable(r).String(), Memory: memoryTable(r).String(), GoBench: goBenchTable(r).String(),
 		Targets:          targetsTable(evaluateTargets(r, b.o.matrixConcurrency)).String(),
@@ -54,6 +65,10 @@ func (b *bench) report() error {
 	}
 	for _, p := range r.Policies {
 		d.Policies = append(d.Policies, p.ID)
+	}
+	b.reportStreams(&d)
+	if x, v := worstOpen(r); x != nil {
+		d.OpenWorst = describeOpenRatio(r, x, v)
 	}
 	if r.Scale != nil {
 		d.Scale, d.ScaleCounts = scaleTable(r.Scale).String(), r.Scale.Counts
@@ -83,10 +98,25 @@ func (b *bench) report() error {
 	return nil
 }
 
+// reportStreams fills in the streams' part of the report.
+func (b *bench) reportStreams(d *reportData) {
+	r := &b.results
+	d.StreamSize, d.RepeatedShapes, d.StreamSeed = b.o.streamSize, repeatedShapes, streamSeed
+	d.RepeatSharePct, d.GrowSharePct = 100*b.o.streamRepeatShare, 100*growShare
+	d.DecisionsChecked, d.DecisionMismatches = r.Decisions.Checked, r.Decisions.Mismatches
+	if len(r.Streams) == 0 {
+		return
+	}
+	d.Streams = streamsTable(r).String()
+	d.StreamMatrix = closedTable(r, func(x *closedResult) bool { return x.body.Stream != nil }, false).String()
+}
+
 func printTables(d reportData) {
 	for _, s := range []struct{ title, table string }{
 		{"Bodies", d.Bodies},
+		{"Streams", d.Streams},
 		{fmt.Sprintf("Closed loop, C=%d", d.MatrixConcurrency), d.Matrix},
+		{fmt.Sprintf("Closed loop, distinct-workload streams, C=%d", d.MatrixConcurrency), d.StreamMatrix},
 		{"Closed loop, headline rows by concurrency", d.Levels},
 		{"Open loop", d.Open},
 		{"Memory", d.Memory},
@@ -101,6 +131,10 @@ func printTables(d reportData) {
 	}
 	for _, m := range d.Mismatches {
 		fmt.Println("!!! OPA and kueue-guard disagree:", m)
+	}
+	fmt.Printf("\ndecisions checked: %d requests, %d mismatches\n", d.DecisionsChecked, len(d.DecisionMismatches))
+	if d.OpenWorst != "" {
+		fmt.Println("worst open-loop point of /validate-workloads:", d.OpenWorst)
 	}
 	fmt.Println()
 }
@@ -121,6 +155,19 @@ func bodiesTable(r *results) *table {
 			mutate = "–"
 		}
 		t.add(b.Name, strconv.Itoa(b.ReviewBytes), input, mutate, b.Validate, findings)
+	}
+	return t
+}
+
+// streamsTable describes each stream, and what the policies decide on its
+// requests by the reference evaluation.
+func streamsTable(r *results) *table {
+	t := newTable("stream", "requests>", "shapes>", "of a repeated shape>", "growing>", "AdmissionReview bytes, mean (min–max)>",
+		"OPA input bytes, mean>", "allowed>", "denied>", "with warnings>")
+	for _, s := range r.Streams {
+		t.add(s.Name, strconv.Itoa(s.Requests), strconv.Itoa(s.Shapes), strconv.Itoa(s.Repeated), strconv.Itoa(s.Grows),
+			fmt.Sprintf("%.0f (%d–%d)", s.ReviewMean, s.ReviewMin, s.ReviewMax), fmt.Sprintf("%.0f", s.InputMean),
+			strconv.Itoa(s.Allowed), strconv.Itoa(s.Denied), strconv.Itoa(s.WithWarnings))
 	}
 	return t
 }

@@ -21,7 +21,43 @@ type results struct {
 	GoBenchmarkError string
 	// Mismatches are bodies on which OPA and kueue-guard disagreed.
 	Mismatches []string
-	Elapsed    time.Duration
+	// Streams describe the distinct-workload streams; Decisions is the
+	// decision check of the queued bodies and every stream request.
+	Streams   []streamRow
+	Decisions decisionCheck
+	Elapsed   time.Duration
+}
+
+// streamRow describes one stream: what it is made of, and what the policies
+// decide on its requests (the reference's answers).
+type streamRow struct {
+	Name                          string
+	Requests, Shapes, Repeated    int
+	Grows                         int
+	ReviewMin, ReviewMax          int
+	ReviewMean, InputMean         float64
+	Allowed, Denied, WithWarnings int
+}
+
+// summarizeStream describes a stream body.
+func summarizeStream(b *body) streamRow {
+	s := b.Stream
+	row := streamRow{Name: b.Name, Requests: len(s.Reviews), Shapes: s.Shapes, Repeated: s.Repeated, Grows: s.Grows,
+		ReviewMin: len(s.Reviews[0])}
+	for i, review := range s.Reviews {
+		row.ReviewMin, row.ReviewMax = min(row.ReviewMin, len(review)), max(row.ReviewMax, len(review))
+		row.ReviewMean += float64(len(review)) / float64(row.Requests)
+		row.InputMean += float64(len(s.Inputs[i])) / float64(row.Requests)
+		if s.Want[i].Allowed {
+			row.Allowed++
+		} else {
+			row.Denied++
+		}
+		if len(s.Want[i].Warnings) > 0 {
+			row.WithWarnings++
+		}
+	}
+	return row
 }
 
 // bodyRow describes one body and what kueue-guard answered it.

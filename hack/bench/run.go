@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
-	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
@@ -101,23 +101,40 @@ func (b *bench) prepare(ctx context.Context) error {
 		return fmt.Errorf("reading %s: %w", b.o.clusterState, errs[0])
 	}
 	b.policyDir = cfg.Policies.Directory
-	engine, err := policies.NewEngine(policies.Options{Directory: b.policyDir})
+	ref, err := newReferee(b.policyDir, state.Snapshot)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", b.o.config, err)
 	}
-	if err := engine.Load(); err != nil {
-		return fmt.Errorf("loading the policies of %s: %w", b.o.config, err)
-	}
-	for _, p := range engine.Policies() {
-		b.policyIDs = append(b.policyIDs, p.ID)
-	}
+	b.policyIDs, b.results.Policies = ref.ids, ref.engine.Policies()
 	b.guard = guardArgs{binary: b.o.kueueGuard, config: b.o.config, extra: b.o.guardArgs}
 	b.eps = newEndpoints()
-	b.bodies, err = buildBodies(ctx, cfg, state.Snapshot)
+	pipeline, err := admission.Build(cfg, testenv.ServerNamespace)
 	if err != nil {
+		return fmt.Errorf("building kueue-guard's pipeline: %w", err)
+	}
+	if b.bodies, err = buildBodies(ctx, pipeline, ref); err != nil {
 		return err
 	}
-	b.results.Policies = engine.Policies()
+	return b.buildStreams(ctx, pipeline, ref)
+}
+
+// buildStreams builds the distinct-workload streams and their reference
+// decisions, which take a while for thousands of requests.
+func (b *bench) buildStreams(ctx context.Context, pipeline *admission.Pipeline, ref *referee) error {
+	if b.o.streamSize == 0 {
+		return nil
+	}
+	start := time.Now()
+	fmt.Printf("building the streams (4 × %d requests) and their reference decisions …\n", b.o.streamSize)
+	streams, err := buildStreams(ctx, pipeline, ref, b.o.streamSize, b.o.streamRepeatShare)
+	if err != nil {
+		return fmt.Errorf("building the streams: %w", err)
+	}
+	for _, s := range streams {
+		b.results.Streams = append(b.results.Streams, summarizeStream(s))
+	}
+	b.bodies = append(b.bodies, streams...)
+	fmt.Printf("built in %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -197,11 +197,12 @@ func readMetrics(ctx context.Context, url string, names ...string) (map[string]f
 	return out, nil
 }
 
-// prepareSoak is prepare without OPA, which the soak does not run.
+// prepareSoak is prepare without OPA, which the soak does not run, nor the
+// streams, which it does not send.
 func (b *bench) prepareSoak(ctx context.Context) error {
-	opa := b.o.opa
-	b.o.opa = b.o.kueueGuard
-	defer func() { b.o.opa = opa }()
+	opa, streams := b.o.opa, b.o.streamSize
+	b.o.opa, b.o.streamSize = b.o.kueueGuard, 0
+	defer func() { b.o.opa, b.o.streamSize = opa, streams }()
 	return b.prepare(ctx)
 }
 

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-
-	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
@@ -84,6 +81,18 @@ func (e *endpoint) payload(b *body) []byte {
 	return b.Review
 }
 
+// stream is what the endpoint is sent for a stream's requests, in turn (nil for
+// a body): the AdmissionReviews, or for OPA their policy inputs.
+func (e *endpoint) stream(b *body) [][]byte {
+	switch {
+	case b.Stream == nil:
+		return nil
+	case e.opa:
+		return b.Stream.Inputs
+	}
+	return b.Stream.Reviews
+}
+
 // check is the endpoint's answer check under load: it decodes no more than it
 // needs to tell that the answer is there.
 func (e *endpoint) check(raw []byte) error {
@@ -111,78 +120,4 @@ func (e *endpoint) check(raw []byte) error {
 		return errors.New("the answer has no response")
 	}
 	return nil
-}
-
-// admissionAnswer summarizes an AdmissionReview answer for the bodies table and
-// counts the findings of each policy (by id) in it: denial causes and warnings
-// start with "[id] ".
-func admissionAnswer(raw []byte, policyIDs []string) (summary string, findings map[string]int, err error) {
-	var ar admissionv1.AdmissionReview
-	if err := json.Unmarshal(raw, &ar); err != nil {
-		return "", nil, fmt.Errorf("undecodable answer: %w", err)
-	}
-	r := ar.Response
-	if r == nil {
-		return "", nil, errors.New("the answer has no response")
-	}
-	findings = map[string]int{}
-	var messages []string
-	var parts []string
-	if r.Allowed {
-		parts = append(parts, "allowed")
-	} else {
-		causes := 0
-		if r.Result != nil && r.Result.Details != nil {
-			causes = len(r.Result.Details.Causes)
-			for _, c := range r.Result.Details.Causes {
-				messages = append(messages, c.Message)
-			}
-		}
-		parts = append(parts, fmt.Sprintf("denied (%s)", plural(causes, "cause")))
-	}
-	if len(r.Patch) > 0 {
-		var ops []json.RawMessage
-		_ = json.Unmarshal(r.Patch, &ops)
-		parts = append(parts, fmt.Sprintf("patch of %s", plural(len(ops), "operation")))
-	}
-	if len(r.Warnings) > 0 {
-		parts = append(parts, plural(len(r.Warnings), "warning"))
-		messages = append(messages, r.Warnings...)
-	}
-	for _, m := range messages {
-		for _, id := range policyIDs {
-			if strings.Contains(m, "["+id+"] ") {
-				findings[id]++
-			}
-		}
-	}
-	return strings.Join(parts, ", "), findings, nil
-}
-
-// opaAnswer counts the findings of each policy in OPA's answer: result is one
-// [deny, warn] pair per policy, in policyIDs' order.
-func opaAnswer(raw []byte, policyIDs []string) (map[string]int, error) {
-	var out struct {
-		Result [][][]json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("unexpected answer: %w", err)
-	}
-	if len(out.Result) != len(policyIDs) {
-		return nil, fmt.Errorf("the answer has %d policies' results, want %d", len(out.Result), len(policyIDs))
-	}
-	findings := map[string]int{}
-	for i, pair := range out.Result {
-		for _, set := range pair {
-			findings[policyIDs[i]] += len(set)
-		}
-	}
-	return findings, nil
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
