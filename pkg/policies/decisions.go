@@ -23,10 +23,23 @@ const DefaultDecisionCacheSize = config.DefaultDecisionCacheSize
 // (names, uids). A set's cache is dropped with the set when another loads.
 // Entries hold their input and a hit compares it whole: OPA's hash only
 // chooses the bucket.
+//
+// A tenant can fill it with shapes of its own: that costs others their cached
+// decisions, never a wrong one, and its memory is bounded by count and by
+// the size of the objects kept (decisionBytes; larger objects are never kept).
 type decisionCache struct {
-	mu      sync.Mutex // serializes a bucket's read-modify-write
+	mu      sync.Mutex // serializes a bucket's read-modify-write and the byte count
 	entries *lru.Cache[decisionKey, []decision]
+	bytes   int // the objects' JSON sizes of the entries kept
 }
+
+// decisionBytes bounds the objects' JSON bytes whose decisions are kept, and
+// maxDecisionObject the largest object kept: an input costs a few times its
+// object in memory, so this is tens of megabytes at most.
+const (
+	decisionBytes     = 16 << 20
+	maxDecisionObject = 32 << 10
+)
 
 type decisionKey struct {
 	query *rego.PreparedEvalQuery
@@ -36,6 +49,7 @@ type decisionKey struct {
 type decision struct {
 	input ast.Value
 	res   *Result
+	size  int
 }
 
 // newDecisionCache returns nil (no reuse) for size ≤ 0.
@@ -43,11 +57,17 @@ func newDecisionCache(size int) *decisionCache {
 	if size <= 0 {
 		return nil
 	}
-	c, err := lru.New[decisionKey, []decision](size)
+	c := &decisionCache{}
+	entries, err := lru.NewWithEvict(size, func(_ decisionKey, bucket []decision) {
+		for _, d := range bucket {
+			c.bytes -= d.size // under c.mu: evictions happen in put
+		}
+	})
 	if err != nil {
 		return nil
 	}
-	return &decisionCache{entries: c}
+	c.entries = entries
+	return c
 }
 
 // get is the result cached for input under query, if any. Results are shared:
@@ -70,8 +90,9 @@ func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Re
 
 // put keeps a result that has no failure: a failure (a deadline, a full slot
 // pool) says more about the moment than about the input.
-func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res *Result) {
-	if c == nil || query == nil || len(res.Failures) > 0 {
+// size is the request's object size (its JSON).
+func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res *Result, size int) {
+	if c == nil || query == nil || len(res.Failures) > 0 || size <= 0 || size > maxDecisionObject {
 		return
 	}
 	key := decisionKey{query: query, hash: input.Hash()}
@@ -83,5 +104,18 @@ func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res 
 			return
 		}
 	}
-	c.entries.Add(key, append(slices.Clip(bucket), decision{input: input, res: res}))
+	c.entries.Remove(key) // its bytes leave with it, and come back below
+	c.entries.Add(key, append(slices.Clip(bucket), decision{input: input, res: res, size: size}))
+	c.bytes += sizeOf(bucket) + size
+	for c.bytes > decisionBytes && c.entries.Len() > 1 {
+		c.entries.RemoveOldest()
+	}
+}
+
+func sizeOf(bucket []decision) int {
+	n := 0
+	for _, d := range bucket {
+		n += d.size
+	}
+	return n
 }

@@ -187,7 +187,7 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 	if len(res.Failures) == 0 {
 		if p.set.decisions != nil && query != nil {
 			e.metrics.decisionMisses.Inc()
-			p.set.decisions.put(query, input, res)
+			p.set.decisions.put(query, input, res, p.sub.size())
 		}
 		// A new set may read what this one does not: it is tried on the
 		// whole input, built again only then.
