@@ -125,7 +125,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.matrixConcurrency, "matrix-concurrency", 8, "Concurrency at which every endpoint is measured with every body")
 	fs.Func("open-fractions", "Comma-separated open-loop rates, as fractions of each target's closed-loop rate at --matrix-concurrency (default 0.25,0.5,0.75)", floatList(&o.openFractions))
 	fs.IntVar(&o.openWorkers, "open-workers", 64, "Most requests in flight in the open loop")
-	fs.StringVar(&o.goBench, "go-bench", "BenchmarkHandler|BenchmarkWorkload|BenchmarkEvaluateShipped|BenchmarkShippedPolicy|BenchmarkEvaluateNPolicies", "Package benchmarks to run (go test -bench; empty: none)")
+	fs.StringVar(&o.goBench, "go-bench", "BenchmarkHandler|BenchmarkWorkload|BenchmarkEvaluateShipped|BenchmarkShippedPolicy|BenchmarkEvaluateNPolicies",
+		"Package benchmarks to run (go test -bench; empty: none)")
 	fs.StringVar(&o.benchTime, "benchtime", "1s", "go test -benchtime of the package benchmarks")
 	fs.BoolVar(&o.scale, "scale", true, "Measure kueue-guard's memory with a large cluster cached")
 	fs.IntVar(&o.scaleCounts.Namespaces, "scale-namespaces", 10000, "Namespaces of the scale figure, one LocalQueue each")
