@@ -15,30 +15,52 @@ func changesOf(req *admission.Request, f *requestFacts) map[UpdateChange]bool {
 	if old == nil || req.OldObject == nil {
 		return map[UpdateChange]bool{ChangeGrows: true, ChangeQueueName: true, ChangePriority: true, ChangeSpecs: true}
 	}
+	// Pod and Job specs are all under spec (workload.PodSpecPaths): an equal
+	// spec with the same paths has the same specs there.
+	specs := old.ClaimsUncounted != cur.ClaimsUncounted ||
+		!slices.EqualFunc(old.PodSpecPaths, cur.PodSpecPaths, slices.Equal) ||
+		!slices.EqualFunc(old.JobSpecPaths, cur.JobSpecPaths, slices.Equal) ||
+		!jsonEqual(req.OldObject.Object["spec"], req.Object.Object["spec"])
 	return map[UpdateChange]bool{
 		ChangeGrows:     f.grows,
 		ChangeQueueName: old.QueueName != cur.QueueName,
 		ChangePriority:  old.PriorityClass != cur.PriorityClass || old.Priority != cur.Priority,
-		ChangeSpecs: old.ClaimsUncounted != cur.ClaimsUncounted ||
-			!sameAt(req.OldObject.Object, req.Object.Object, old.PodSpecPaths, cur.PodSpecPaths) ||
-			!sameAt(req.OldObject.Object, req.Object.Object, old.JobSpecPaths, cur.JobSpecPaths),
+		ChangeSpecs:     specs,
 	}
 }
 
-// sameAt reports whether two objects have the same paths and the same values
-// at them.
-func sameAt(oldObj, newObj map[string]any, oldPaths, newPaths [][]any) bool {
-	if !slices.EqualFunc(oldPaths, newPaths, slices.Equal) {
-		return false
-	}
-	for _, p := range newPaths {
-		a, okA := valueAt(oldObj, p)
-		b, okB := valueAt(newObj, p)
-		if okA != okB || !reflect.DeepEqual(a, b) {
+// jsonEqual compares two values decoded from JSON (maps, lists, strings,
+// numbers, booleans, null). reflect.DeepEqual did the same at a tenth of the
+// speed: a fifth of a 20 KB JobSet update's time (BenchmarkHandler).
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
 			return false
 		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, int64, float64, nil:
+		return a == b
 	}
-	return true
+	return reflect.DeepEqual(a, b)
 }
 
 // judgesSomeUpdatesOnly reports whether a policy of the plan declares the
