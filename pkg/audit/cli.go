@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
@@ -83,7 +84,7 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, stdout, stderr io.Writ
 			}
 		}
 	}
-	restCfg, err := review.LiveConfig(c.Kube, "kueue-guard audit")
+	restCfg, err := live.LoadConfig(c.Kube, "kueue-guard audit")
 	if err != nil {
 		return fail(err)
 	}

@@ -5,8 +5,6 @@ package audit
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -14,19 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
-	"github.com/kueue-guard/kueue-guard/pkg/review"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/trust"
 )
 
 // PageSize is how many objects one list call returns: the audit reads the
-// cluster page by page, straight from the API server, never holding a cache of
-// every Pod.
+// cluster page by page, straight from the API server, and keeps nothing of a
+// page once judged; a small page holds less of a large cluster at once.
 const PageSize = 100
 
 // ListOptions choose what is listed.
@@ -66,26 +62,19 @@ type Listing struct {
 	Truncated bool
 }
 
-// Lister lists a cluster's workloads: made once, it lists on every run.
+// Lister lists a cluster's workloads: made once, it lists on every run, each
+// run with the cluster's discovery of the time.
 type Lister struct {
-	discovery discovery.DiscoveryInterface
-	dynamic   dynamic.Interface
+	reader *live.Reader
 }
 
-// NewLister makes the clients the listing reads with.
+// NewLister makes the reader the listing reads with.
 func NewLister(cfg *rest.Config) (*Lister, error) {
-	// serve's configuration sets no rate: a run is a few dozen requests, one
-	// after the other.
-	cfg = review.WithClientRate(cfg)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	r, err := live.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Lister{discovery: dc, dynamic: dyn}, nil
+	return &Lister{reader: r}, nil
 }
 
 // List is NewLister(cfg).List(ctx, o), for a one-shot audit.
@@ -135,15 +124,13 @@ func listOrder() []*integrations.Integration {
 func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
 	out := &Listing{}
 	uids := map[types.UID]schema.GroupKind{}
-	serves, err := servedKinds(l.discovery)
-	if err != nil {
-		return nil, err
-	}
+	l.reader.Rediscover()
 	for _, in := range listOrder() {
 		if out.Truncated {
 			break
 		}
-		served, err := serves(in)
+		gvr := in.GVK.GroupVersion().WithResource(in.Resource)
+		served, err := l.reader.Served(gvr)
 		if err != nil {
 			return nil, err
 		}
@@ -152,37 +139,30 @@ func (l *Lister) List(ctx context.Context, o ListOptions) (*Listing, error) {
 			continue
 		}
 		out.Kinds = append(out.Kinds, in.GVK)
-		gvr := in.GVK.GroupVersion().WithResource(in.Resource)
-		var eachErr error
-		err = listPages(ctx, l.dynamic.Resource(gvr).Namespace(o.Namespace), func(u *unstructured.Unstructured) bool {
-			if o.Config.IsExempt(u.GetNamespace(), o.OwnNamespace) {
-				return true
-			}
-			u.SetGroupVersionKind(in.GVK)
-			uids[u.GetUID()] = in.GVK.GroupKind()
-			if partOf(u, uids) {
-				out.Children++
-				return true
-			}
-			if o.Limit > 0 && out.Count == o.Limit {
-				out.Truncated = true
-				return false
-			}
-			out.Count++
-			if o.Each != nil {
-				if eachErr = o.Each(u); eachErr != nil {
-					return false
+		err = l.reader.Each(ctx, gvr, live.Options{Namespace: o.Namespace, PageSize: PageSize, Pace: o.Pace},
+			func(u *unstructured.Unstructured) error {
+				if o.Config.IsExempt(u.GetNamespace(), o.OwnNamespace) {
+					return nil
 				}
-				return true
-			}
-			out.Workloads = append(out.Workloads, u)
-			return true
-		}, o.Pace)
-		if eachErr != nil {
-			return nil, eachErr
-		}
+				u.SetGroupVersionKind(in.GVK)
+				uids[u.GetUID()] = in.GVK.GroupKind()
+				if partOf(u, uids) {
+					out.Children++
+					return nil
+				}
+				if o.Limit > 0 && out.Count == o.Limit {
+					out.Truncated = true
+					return live.ErrStop
+				}
+				out.Count++
+				if o.Each != nil {
+					return o.Each(u)
+				}
+				out.Workloads = append(out.Workloads, u)
+				return nil
+			})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+			return nil, err
 		}
 	}
 	return out, nil
@@ -201,62 +181,4 @@ func partOf(obj *unstructured.Unstructured, listed map[types.UID]schema.GroupKin
 	gk, ok := listed[owner.UID]
 	return ok && gk != obj.GroupVersionKind().GroupKind() &&
 		gk == integrations.ParseGroupKind(owner.APIVersion, owner.Kind)
-}
-
-// servedKinds asks discovery once which resources the cluster serves, and
-// answers for each catalog kind whether it is served at its version, with
-// list. A group the cluster does not have is not an error; one whose discovery
-// failed (an aggregated API that is down) is, for the kinds in it.
-func servedKinds(dc discovery.DiscoveryInterface) (func(*integrations.Integration) (bool, error), error) {
-	_, lists, err := dc.ServerGroupsAndResources()
-	failed := map[schema.GroupVersion]error{}
-	if err != nil {
-		var partial *discovery.ErrGroupDiscoveryFailed
-		if !errors.As(err, &partial) {
-			return nil, fmt.Errorf("discovering the served APIs: %w", err)
-		}
-		failed = partial.Groups
-	}
-	served := map[schema.GroupVersion][]metav1.APIResource{}
-	for _, l := range lists {
-		if gv, err := schema.ParseGroupVersion(l.GroupVersion); err == nil {
-			served[gv] = l.APIResources
-		}
-	}
-	return func(in *integrations.Integration) (bool, error) {
-		gv := in.GVK.GroupVersion()
-		if err, ok := failed[gv]; ok {
-			return false, fmt.Errorf("discovering %s: %w", gv, err)
-		}
-		return slices.ContainsFunc(served[gv], func(r metav1.APIResource) bool {
-			return r.Name == in.Resource && slices.Contains(r.Verbs, "list")
-		}), nil
-	}, nil
-}
-
-// listPages lists page by page, calling each for every object until it
-// returns false, and pace (when not nil) after reading each page.
-func listPages(ctx context.Context, ri dynamic.ResourceInterface, each func(*unstructured.Unstructured) bool,
-	pace func(context.Context, time.Duration) error) error {
-	opts := metav1.ListOptions{Limit: PageSize}
-	for {
-		start := time.Now()
-		page, err := ri.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if pace != nil {
-			if err := pace(ctx, time.Since(start)); err != nil {
-				return err
-			}
-		}
-		for i := range page.Items {
-			if !each(&page.Items[i]) {
-				return nil
-			}
-		}
-		if opts.Continue = page.GetContinue(); opts.Continue == "" {
-			return nil
-		}
-	}
 }

@@ -238,17 +238,17 @@ func (l *Loop) RunOnce(ctx context.Context) (*Run, error) {
 	}
 	listing, err := l.lister.List(ctx, ListOptions{Config: l.o.Config, OwnNamespace: l.o.OwnNamespace,
 		Limit: l.o.Config.Audit.MaxObjects, Each: judge, Pace: pace.did})
-	run.Busy, run.Rested = pace.Busy, pace.Rested
+	run.Busy, run.Rested = pace.totals()
 	if err != nil {
 		// A run cut short did at least this much: the next one goes faster.
-		l.lastBusy = 2 * pace.Busy
+		l.lastBusy = 2 * run.Busy
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("the run took longer than audit.interval, %d workloads judged (%v of work, %v resting): %w",
-				len(run.Workloads), pace.Busy.Round(time.Millisecond), pace.Rested.Round(time.Millisecond), err)
+				len(run.Workloads), run.Busy.Round(time.Millisecond), run.Rested.Round(time.Millisecond), err)
 		}
 		return nil, err
 	}
-	l.lastBusy = pace.Busy
+	l.lastBusy = run.Busy
 	run.Listing = listing
 	slices.SortStableFunc(run.Workloads, func(x, y *Judged) int {
 		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Name, y.Name))

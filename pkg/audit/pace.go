@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -21,8 +22,11 @@ const (
 )
 
 // pacer rests in proportion to the work done: after each paceSlice of work,
-// slice × (1-share)/share.
+// slice × (1-share)/share. Judging and listing (the pager's goroutine) both
+// tell it their work; one resting holds the other back, so that together
+// they keep to the share.
 type pacer struct {
+	mu    sync.Mutex
 	share float64
 	// restUntil is when the run stops resting (half an interval in).
 	restUntil time.Time
@@ -47,6 +51,8 @@ func newPacer(lastBusy, interval time.Duration) *pacer {
 // did records work that took d and rests when a slice is done; it returns
 // ctx's error when ctx ends while resting.
 func (p *pacer) did(ctx context.Context, d time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.work += d
 	p.Busy += d
 	if p.work < paceSlice || p.share >= 1 || (!p.restUntil.IsZero() && time.Now().After(p.restUntil)) {
@@ -64,4 +70,11 @@ func (p *pacer) did(ctx context.Context, d time.Duration) error {
 	}
 	p.Rested += time.Since(start)
 	return nil
+}
+
+// totals are the run's work and rest so far.
+func (p *pacer) totals() (busy, rested time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Busy, p.Rested
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -37,6 +38,22 @@ var _ = Describe("the pacer", func() {
 		time.Sleep(15 * time.Millisecond)
 		Expect(p.did(context.Background(), paceSlice)).To(Succeed())
 		Expect(p.Rested).To(BeZero())
+	})
+
+	It("counts the work of judging and of the pager's goroutine reported at once", func() {
+		p := newPacer(time.Minute, time.Minute) // a whole core: no rest
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					Expect(p.did(context.Background(), time.Microsecond)).To(Succeed())
+				}
+			})
+		}
+		wg.Wait()
+		busy, rested := p.totals()
+		Expect(busy).To(Equal(200 * time.Microsecond))
+		Expect(rested).To(BeZero())
 	})
 
 	It("stops resting when the run's context ends", func() {

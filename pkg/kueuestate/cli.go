@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
@@ -59,7 +60,7 @@ func (c *CLI) connect(what string) (*Client, *config.Configuration, error) {
 			return nil, nil, err
 		}
 	}
-	restCfg, err := review.LiveConfig(c.Kube, what)
+	restCfg, err := live.LoadConfig(c.Kube, what)
 	if err != nil {
 		return nil, nil, err
 	}

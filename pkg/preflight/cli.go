@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
 
@@ -45,7 +46,7 @@ func (c *CLI) Run(ctx context.Context, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kueue-guard preflight: -o %q: must be one of %s\n", c.Output, strings.Join(Formats, ", "))
 		return ExitError
 	}
-	restCfg, err := review.LiveConfig(c.Kube, "kueue-guard preflight")
+	restCfg, err := live.LoadConfig(c.Kube, "kueue-guard preflight")
 	if err != nil {
 		fmt.Fprintf(stderr, "kueue-guard preflight: %v\n", err)
 		return ExitError

@@ -13,10 +13,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 )
 
 // CLI is `kueue-guard review`'s flags and behaviour. It lives here, not in the
@@ -290,50 +290,7 @@ func NamedPolicyDirectory(path string) (bool, error) {
 
 // liveConfig is the REST configuration of the live cluster, loaded as kubectl
 // loads it.
-func (c *CLI) liveConfig() (*rest.Config, error) { return LiveConfig(c.Kube, "--live-cluster") }
-
-// ClientQPS and ClientBurst are the client-side rate limits of the clients
-// kueue-guard's commands (and the audit loop) read a cluster with, where the
-// configuration sets none: client-go's default, 5 requests a second, makes a
-// listing of a dozen kinds, or discovery and CRD reads, wait seconds for no
-// reason. They read one request after the other.
-const (
-	ClientQPS   = 20
-	ClientBurst = 40
-)
-
-// WithClientRate is cfg with ClientQPS and ClientBurst when it sets no rate.
-func WithClientRate(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
-	}
-	return cfg
-}
-
-// LiveConfig is the REST configuration the kubeconfig flags choose, loaded as
-// kubectl loads it (with WithClientRate); what names the flag that needs it in
-// the error about a missing kubeconfig.
-func LiveConfig(kube *genericclioptions.ConfigFlags, what string) (*rest.Config, error) {
-	loader := kube.ToRawKubeConfigLoader()
-	where := "kubeconfig"
-	if p := kube.KubeConfig; p != nil && *p != "" {
-		where += " " + *p
-	}
-	restCfg, err := loader.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-	// With no kubeconfig anywhere, client-go falls back to an insecure
-	// http://localhost:8080 (or $KUBERNETES_MASTER); in a pod it uses the pod's
-	// service account, which is a real cluster. Say what is missing rather than
-	// report a refused connection to a server nobody named.
-	if raw, err := loader.RawConfig(); err == nil && len(raw.Clusters) == 0 &&
-		os.Getenv("KUBERNETES_MASTER") == "" && restCfg.Host == clientcmd.ClusterDefaults.Server {
-		return nil, errors.New(what + ": no kubeconfig: give --kubeconfig, set KUBECONFIG, or create ~/.kube/config")
-	}
-	return WithClientRate(restCfg), nil
-}
+func (c *CLI) liveConfig() (*rest.Config, error) { return live.LoadConfig(c.Kube, "--live-cluster") }
 
 // IsTerminal reports whether w is a terminal (a character device), so that a
 // report piped to a file or a CI log has no escape codes.
