@@ -18,12 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 )
 
 // Group is Kueue's API group.
@@ -80,7 +80,8 @@ func kindRank(kind string) int {
 
 // Client reads and writes a cluster's Kueue objects.
 type Client struct {
-	dyn dynamic.Interface
+	reader *live.Reader
+	dyn    dynamic.Interface
 	// schemas are the OpenAPI schemas of the kinds' CRDs at the version read,
 	// by kind; a kind whose CRD cannot be read has none (no default pruned).
 	schemas map[string]map[string]any
@@ -93,41 +94,22 @@ type Client struct {
 
 // NewClient discovers which of Kinds the cluster serves.
 func NewClient(cfg *rest.Config) (*Client, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	r, err := live.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{dyn: dyn, served: map[string]schema.GroupVersionResource{}, schemas: map[string]map[string]any{}}
-	// Each version's resources, discovered once.
-	resources := map[string][]metav1.APIResource{}
-	for _, v := range versions {
-		res, err := dc.ServerResourcesForGroupVersion(Group + "/" + v)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("discovering %s/%s: %w", Group, v, err)
-		}
-		resources[v] = res.APIResources
-	}
+	c := &Client{reader: r, dyn: r.Dynamic(), served: map[string]schema.GroupVersionResource{}, schemas: map[string]map[string]any{}}
 	for _, k := range Kinds {
-		found := false
-		for _, v := range versions {
-			if slices.ContainsFunc(resources[v], func(r metav1.APIResource) bool { return r.Name == k.Resource }) {
-				c.served[k.Kind] = schema.GroupVersionResource{Group: Group, Version: v, Resource: k.Resource}
-				found = true
-				break
-			}
+		gvr, ok, err := r.FirstServed(Group, versions, k.Resource)
+		if err != nil {
+			return nil, err
 		}
-		if !found {
+		if !ok {
 			c.NotServed = append(c.NotServed, k.Kind)
 			continue
 		}
-		c.schemas[k.Kind] = c.crdSchema(k, c.served[k.Kind].Version)
+		c.served[k.Kind] = gvr
+		c.schemas[k.Kind] = c.crdSchema(k, gvr.Version)
 	}
 	return c, nil
 }
@@ -177,32 +159,30 @@ func (c *Client) resource(k Kind, namespace string) (dynamic.ResourceInterface, 
 func (c *Client) Export(ctx context.Context, kueueNamespace string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	if kueueNamespace != "" {
-		cms, err := c.dyn.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace(kueueNamespace).
-			List(ctx, metav1.ListOptions{})
+		cms, err := c.reader.List(ctx, corev1.SchemeGroupVersion.WithResource("configmaps"), live.Options{Namespace: kueueNamespace})
 		if err != nil {
-			return nil, fmt.Errorf("listing ConfigMaps in %s: %w", kueueNamespace, err)
+			return nil, err
 		}
-		for i := range cms.Items {
-			if _, ok, _ := unstructured.NestedString(cms.Items[i].Object, "data", configurationKey); ok {
-				out = append(out, c.clean(&cms.Items[i]))
+		for _, cm := range cms {
+			if _, ok, _ := unstructured.NestedString(cm.Object, "data", configurationKey); ok {
+				out = append(out, c.clean(cm))
 			}
 		}
 	}
 	for _, k := range Kinds {
-		ri, ok := c.resource(k, "")
+		gvr, ok := c.served[k.Kind]
 		if !ok {
 			continue
 		}
-		list, err := ri.List(ctx, metav1.ListOptions{})
+		items, err := c.reader.List(ctx, gvr, live.Options{})
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", k.Resource, err)
+			return nil, err
 		}
-		items := list.Items
-		slices.SortFunc(items, func(a, b unstructured.Unstructured) int {
+		slices.SortFunc(items, func(a, b *unstructured.Unstructured) int {
 			return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 		})
-		for i := range items {
-			out = append(out, c.clean(&items[i]))
+		for _, it := range items {
+			out = append(out, c.clean(it))
 		}
 	}
 	return out, nil
@@ -357,15 +337,15 @@ func (c *Client) Diff(ctx context.Context, want []*unstructured.Unstructured) ([
 		if !kinds[k.Kind] {
 			continue
 		}
-		ri, ok := c.resource(k, "")
+		gvr, ok := c.served[k.Kind]
 		if !ok {
 			continue
 		}
-		list, err := ri.List(ctx, metav1.ListOptions{})
+		items, err := c.reader.List(ctx, gvr, live.Options{})
 		if err != nil {
 			return nil, err
 		}
-		for _, item := range list.Items {
+		for _, item := range items {
 			if !seen[k.Kind+"/"+item.GetNamespace()+"/"+item.GetName()] {
 				out = append(out, Change{Kind: k.Kind, Namespace: item.GetNamespace(), Name: item.GetName(), Extra: true})
 			}

@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -23,6 +23,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -154,9 +155,6 @@ type Options struct {
 	ConfigFile string
 }
 
-// pageSize is how many objects one list call returns.
-const pageSize = 500
-
 // guardPartOf is the label the kueue-guard chart puts on everything it renders.
 const (
 	guardPartOfLabel = "app.kubernetes.io/part-of=kueue-guard"
@@ -164,10 +162,8 @@ const (
 )
 
 type gatherer struct {
-	kube kubernetes.Interface
-	dyn  dynamic.Interface
-	// served are the group/version/resources the cluster serves.
-	served map[schema.GroupVersionResource]bool
+	kube   kubernetes.Interface
+	reader *live.Reader
 }
 
 // Gather reads everything the checks judge. Only a failure to build the
@@ -177,11 +173,11 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	r, err := live.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	g := &gatherer{kube: kube, dyn: dyn}
+	g := &gatherer{kube: kube, reader: r}
 	s := &State{Host: cfg.Host}
 
 	if v, err := kube.Discovery().ServerVersion(); err != nil {
@@ -189,47 +185,20 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options) (*State, error) {
 	} else {
 		s.Version = v.GitVersion
 	}
-	discoveryErr := g.discover()
-
 	s.Guards, s.GuardsErr = g.guards(ctx, o.ConfigFile)
 	s.Managers, s.ManagersErr = g.managers(ctx)
 	for i := range s.Managers {
 		s.KueueConfigs = append(s.KueueConfigs, g.kueueConfig(ctx, &s.Managers[i]))
 	}
-	if discoveryErr != nil {
-		s.TopologiesErr, s.WorkloadsErr = discoveryErr, discoveryErr
-	} else {
-		s.Topologies, s.TopologiesErr = g.countKueue(ctx, "topologies")
-		s.Workloads, s.Listed, s.NotServed, s.WorkloadsErr = g.workloads(ctx, listedKinds(o.Target, s.KueueConfigs))
+	s.Topologies, s.TopologiesErr = g.countKueue(ctx, "topologies")
+	s.Workloads, s.Listed, s.NotServed, s.WorkloadsErr = g.workloads(ctx, listedKinds(o.Target, s.KueueConfigs))
+	hooks, err := live.ListAs[admissionregistrationv1.MutatingWebhookConfiguration](ctx, r,
+		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), "mutatingwebhookconfigurations", live.Options{})
+	for _, h := range hooks {
+		s.Mutating = append(s.Mutating, *h)
 	}
-	if list, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err != nil {
-		s.MutatingErr = err
-	} else {
-		s.Mutating = list.Items
-	}
+	s.MutatingErr = err
 	return s, nil
-}
-
-// discover reads which resources the cluster serves, in one aggregated call.
-func (g *gatherer) discover() error {
-	_, lists, err := g.kube.Discovery().ServerGroupsAndResources()
-	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("discovering the served resources: %w", err)
-	}
-	// A group whose aggregated API is down is left out; the rest is enough.
-	g.served = map[schema.GroupVersionResource]bool{}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			if !strings.Contains(r.Name, "/") {
-				g.served[gv.WithResource(r.Name)] = true
-			}
-		}
-	}
-	return nil
 }
 
 // listedKinds are the kinds whose queued workloads the target cannot manage:
@@ -257,30 +226,6 @@ func listedKinds(target Target, configs []KueueConfiguration) []*integrations.In
 	return out
 }
 
-// each lists a resource page by page in every namespace.
-func (g *gatherer) each(ctx context.Context, gvr schema.GroupVersionResource, opts metav1.ListOptions, do func(*unstructured.Unstructured)) error {
-	opts.Limit = pageSize
-	for {
-		list, err := g.dyn.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", resourceName(gvr), err)
-		}
-		for i := range list.Items {
-			do(&list.Items[i])
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return nil
-		}
-	}
-}
-
-func resourceName(gvr schema.GroupVersionResource) string {
-	if gvr.Group == "" {
-		return gvr.Resource
-	}
-	return gvr.Resource + "." + gvr.Group
-}
-
 // managerKinds are the kinds a Kueue manager runs as, top-level kinds first
 // so that a Deployment's own labels are recorded before its Pods are merged
 // in.
@@ -298,10 +243,10 @@ var managerKinds = []schema.GroupVersionResource{
 func (g *gatherer) managers(ctx context.Context) ([]Manager, error) {
 	found := map[kueuecontroller.Identity]*Manager{}
 	for _, gvr := range managerKinds {
-		err := g.each(ctx, gvr, metav1.ListOptions{}, func(obj *unstructured.Unstructured) {
+		err := g.reader.Each(ctx, gvr, live.Options{}, func(obj *unstructured.Unstructured) error {
 			match, ok := kueuecontroller.Detect(obj)
 			if !ok {
-				return
+				return nil
 			}
 			id := kueuecontroller.IdentityOf(obj)
 			m := found[id]
@@ -315,6 +260,7 @@ func (g *gatherer) managers(ctx context.Context) ([]Manager, error) {
 				m.Reasons = match.Reasons
 				describe(m, obj, match)
 			}
+			return nil
 		})
 		if err != nil {
 			// Without one kind, a manager may be missed: no verdict.
@@ -451,25 +397,14 @@ func parseKueueConfig(kc *KueueConfiguration, data, namespace, gatesArg string) 
 	return nil
 }
 
-// kueueResource is the first served version of one of Kueue's resources.
-func (g *gatherer) kueueResource(resource string) (schema.GroupVersionResource, bool) {
-	for _, v := range integrations.KueueAPIVersions {
-		gvr := schema.GroupVersionResource{Group: integrations.KueueGroup, Version: v, Resource: resource}
-		if g.served[gvr] {
-			return gvr, true
-		}
-	}
-	return schema.GroupVersionResource{}, false
-}
-
 // countKueue counts the objects of a Kueue resource (0 when not served).
 func (g *gatherer) countKueue(ctx context.Context, resource string) (int, error) {
-	gvr, ok := g.kueueResource(resource)
-	if !ok {
-		return 0, nil
+	gvr, ok, err := g.reader.FirstServed(integrations.KueueGroup, integrations.KueueAPIVersions, resource)
+	if err != nil || !ok {
+		return 0, err
 	}
 	n := 0
-	err := g.each(ctx, gvr, metav1.ListOptions{}, func(*unstructured.Unstructured) { n++ })
+	err = g.reader.Each(ctx, gvr, live.Options{}, func(*unstructured.Unstructured) error { n++; return nil })
 	return n, err
 }
 
@@ -488,40 +423,46 @@ func (g *gatherer) workloads(ctx context.Context, kinds []*integrations.Integrat
 	byKind := map[schema.GroupKind]*integrations.Integration{}
 	for _, in := range kinds {
 		gvr := in.GVK.GroupVersion().WithResource(in.Resource)
-		if !g.served[gvr] {
+		served, err := g.reader.Served(gvr)
+		if err != nil {
+			return out, listed, notServed, err
+		}
+		if !served {
 			notServed = append(notServed, in.Key())
 			continue
 		}
 		listed = append(listed, in.Key())
 		byKind[in.GVK.GroupKind()] = in
-		err := g.each(ctx, gvr, metav1.ListOptions{}, func(obj *unstructured.Unstructured) {
+		err = g.reader.Each(ctx, gvr, live.Options{}, func(obj *unstructured.Unstructured) error {
 			exists[obj.GetUID()] = true
 			if q := workload.QueueName(obj, in); q != "" {
 				out = append(out, QueuedWorkload{Integration: in, Namespace: obj.GetNamespace(), Name: obj.GetName(), Queue: q})
 				queued[obj.GetUID()] = true
 			}
+			return nil
 		})
 		if err != nil {
 			return out, listed, notServed, err
 		}
 	}
-	gvr, ok := g.kueueResource("workloads")
-	if !ok || len(byKind) == 0 {
-		return out, listed, notServed, nil
+	gvr, ok, err := g.reader.FirstServed(integrations.KueueGroup, integrations.KueueAPIVersions, "workloads")
+	if err != nil || !ok || len(byKind) == 0 {
+		return out, listed, notServed, err
 	}
-	err := g.each(ctx, gvr, metav1.ListOptions{}, func(wl *unstructured.Unstructured) {
+	err = g.reader.Each(ctx, gvr, live.Options{}, func(wl *unstructured.Unstructured) error {
 		owner := metav1.GetControllerOfNoCopy(wl)
 		if owner == nil {
-			return
+			return nil
 		}
 		in := byKind[integrations.ParseGroupKind(owner.APIVersion, owner.Kind)]
 		if in == nil || !exists[owner.UID] || queued[owner.UID] {
-			return
+			return nil
 		}
 		queued[owner.UID] = true
 		q, _, _ := unstructured.NestedString(wl.Object, "spec", "queueName")
 		out = append(out, QueuedWorkload{Integration: in, Namespace: wl.GetNamespace(), Name: owner.Name, Queue: q,
 			Workload: wl.GetNamespace() + "/" + wl.GetName()})
+		return nil
 	})
 	return out, listed, notServed, err
 }
@@ -534,12 +475,13 @@ func (g *gatherer) guards(ctx context.Context, file string) ([]GuardConfig, erro
 		c, err := config.Load(file)
 		return []GuardConfig{{Source: file, Config: c, Err: err}}, nil
 	}
-	list, err := g.kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: guardPartOfLabel})
+	cms, err := live.ListAs[corev1.ConfigMap](ctx, g.reader, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps",
+		live.Options{LabelSelector: guardPartOfLabel})
 	if err != nil {
-		return nil, fmt.Errorf("listing ConfigMaps labelled %s: %w", guardPartOfLabel, err)
+		return nil, err
 	}
 	var out []GuardConfig
-	for _, cm := range list.Items {
+	for _, cm := range cms {
 		data, ok := cm.Data[guardConfigKey]
 		if !ok {
 			continue

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,15 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -26,151 +24,123 @@ import (
 // unreachable cluster.
 const listTimeout = time.Minute
 
-// stateScheme holds the types the live listing reads.
-func stateScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(kueue.AddToScheme(s))
-	return s
-}
-
 // ListCluster reads the state of a live cluster with one read-only listing of
 // each kind the review needs (the same kinds the server's informer cache holds,
-// plus ResourceFlavors and WorkloadPriorityClasses for explanations). A cluster
-// without Kueue's CRDs has no queues: that is a note, not an error. Anything else
-// the listing cannot read (unreachable, forbidden) is an error: a review against
-// half a cluster would claim queues are missing when they are not.
+// plus ResourceFlavors and WorkloadPriorityClasses for explanations), through
+// the live package's reader and its policy: a cluster without Kueue's CRDs has
+// no queues, which is a note, not an error, and anything it cannot read
+// (unreachable, forbidden) is an error: a review against half a cluster would
+// claim queues are missing when they are not.
 func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (*State, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	c, err := client.New(rest.CopyConfig(cfg), client.Options{Scheme: stateScheme()})
+	r, err := live.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+		return nil, err
 	}
 	s := NewState(kueueNamespace)
-	s.Source, s.Where = StateLive, cfg.Host
+	s.Source, s.Where = StateLive, r.Host
 
+	core := corev1.SchemeGroupVersion
 	// LimitRanges and RuntimeClasses: Kueue adjusts requests by them before it
 	// charges quota.
-	for _, l := range []struct {
-		what string
-		list client.ObjectList
-		opts []client.ListOption
-	}{
-		{"Namespaces", &corev1.NamespaceList{}, nil},
-		{"ConfigMaps in " + kueueNamespace, &corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(kueueNamespace)}},
-		{"LimitRanges", &corev1.LimitRangeList{}, nil},
-		{"RuntimeClasses", &nodev1.RuntimeClassList{}, nil},
+	for _, err := range []error{
+		add[corev1.Namespace](ctx, r, s, core.WithKind("Namespace"), "namespaces", ""),
+		add[corev1.ConfigMap](ctx, r, s, core.WithKind("ConfigMap"), "configmaps", kueueNamespace),
+		add[corev1.LimitRange](ctx, r, s, core.WithKind("LimitRange"), "limitranges", ""),
+		add[nodev1.RuntimeClass](ctx, r, s, nodev1.SchemeGroupVersion.WithKind("RuntimeClass"), "runtimeclasses", ""),
+		addUnstructured(ctx, r, s, appsv1.SchemeGroupVersion.WithKind("Deployment"), "deployments"),
 	} {
-		if err := c.List(ctx, l.list, l.opts...); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", l.what, err)
-		}
-		if err := s.addListed(l.list); err != nil {
-			return nil, err
-		}
-	}
-	deployments := &unstructured.UnstructuredList{}
-	deployments.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("DeploymentList"))
-	if err := c.List(ctx, deployments); err != nil {
-		return nil, fmt.Errorf("listing Deployments: %w", err)
-	}
-	for i := range deployments.Items {
-		d := &deployments.Items[i]
-		d.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-		if err := s.Snapshot.Add(d); err != nil {
-			return nil, err
-		}
-	}
-
-	// Claim templates and device classes, where resource.k8s.io/v1 is
-	// served: Kueue charges the devices they claim or back.
-	for _, l := range []struct {
-		what string
-		list client.ObjectList
-	}{{"ResourceClaimTemplates", &resourcev1.ResourceClaimTemplateList{}}, {"DeviceClasses", &resourcev1.DeviceClassList{}}} {
-		if err := c.List(ctx, l.list); err != nil && !meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("listing %s: %w", l.what, err)
-		}
-		if err := s.addListed(l.list); err != nil {
-			return nil, err
-		}
-	}
-
-	// Training runtimes, where Kubeflow Trainer is installed.
-	for _, gvk := range workload.TrainingRuntimeGVKs {
-		runtimes := &unstructured.UnstructuredList{}
-		runtimes.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := c.List(ctx, runtimes)
-		if meta.IsNoMatchError(err) {
-			continue
-		}
 		if err != nil {
-			return nil, fmt.Errorf("listing %ss: %w", gvk.Kind, err)
-		}
-		for i := range runtimes.Items {
-			rt := &runtimes.Items[i]
-			rt.SetGroupVersionKind(gvk)
-			if err := s.Snapshot.Add(rt); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	var missingCRDs []string
-	listKueue := func(kind string, list client.ObjectList) error {
-		err := c.List(ctx, list)
-		switch {
-		case err == nil:
-		case meta.IsNoMatchError(err):
-			missingCRDs = append(missingCRDs, kind)
-		default:
-			return fmt.Errorf("listing %ss: %w", kind, err)
-		}
-		return nil
-	}
-	var lqs kueue.LocalQueueList
-	var cqs kueue.ClusterQueueList
-	var rfs kueue.ResourceFlavorList
-	var pcs kueue.WorkloadPriorityClassList
-	var cohorts kueue.CohortList
-	for _, l := range []struct {
-		kind string
-		list client.ObjectList
-	}{{"LocalQueue", &lqs}, {"ClusterQueue", &cqs}, {"ResourceFlavor", &rfs}, {"WorkloadPriorityClass", &pcs}, {"Cohort", &cohorts}} {
-		if err := listKueue(l.kind, l.list); err != nil {
 			return nil, err
 		}
 	}
-	for _, l := range []client.ObjectList{&lqs, &cqs, &rfs, &cohorts} {
-		if err := s.addListed(l); err != nil {
+	// Claim templates and device classes, where resource.k8s.io/v1 is served:
+	// Kueue charges the devices they claim or back. Training runtimes, where
+	// Kubeflow Trainer is installed.
+	optional := []error{
+		add[resourcev1.ResourceClaimTemplate](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"), "resourceclaimtemplates", ""),
+		add[resourcev1.DeviceClass](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("DeviceClass"), "deviceclasses", ""),
+	}
+	for _, gvk := range workload.TrainingRuntimeGVKs {
+		optional = append(optional, addUnstructured(ctx, r, s, gvk, strings.ToLower(gvk.Kind)+"s"))
+	}
+	for _, err := range optional {
+		if err != nil && !errors.Is(err, live.ErrNotServed) {
 			return nil, err
 		}
 	}
-	for i := range rfs.Items {
-		s.flavors[rfs.Items[i].Name] = &rfs.Items[i]
-	}
-	for i := range pcs.Items {
-		s.priorityClasses[pcs.Items[i].Name] = &pcs.Items[i]
-	}
-	if len(missingCRDs) > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("the cluster does not serve %s/v1beta2 %s: Kueue is not installed there, so no queue exists",
-			kueueGroup, strings.Join(missingCRDs, ", ")))
+	if err := listKueue(ctx, r, s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
 
-// addListed puts every item of a typed list into the snapshot.
-func (s *State) addListed(list client.ObjectList) error {
-	items, err := meta.ExtractList(list)
+// listKueue reads the Kueue objects; a cluster that serves none of them has
+// no Kueue, which the state notes.
+func listKueue(ctx context.Context, r *live.Reader, s *State) error {
+	gv := kueue.SchemeGroupVersion
+	var missing []string
+	for _, k := range []struct {
+		kind string
+		err  error
+	}{
+		{"LocalQueue", add[kueue.LocalQueue](ctx, r, s, gv.WithKind("LocalQueue"), "localqueues", "")},
+		{"ClusterQueue", add[kueue.ClusterQueue](ctx, r, s, gv.WithKind("ClusterQueue"), "clusterqueues", "")},
+		{"ResourceFlavor", add[kueue.ResourceFlavor](ctx, r, s, gv.WithKind("ResourceFlavor"), "resourceflavors", "")},
+		{"WorkloadPriorityClass", add[kueue.WorkloadPriorityClass](ctx, r, s, gv.WithKind("WorkloadPriorityClass"),
+			"workloadpriorityclasses", "")},
+		{"Cohort", add[kueue.Cohort](ctx, r, s, gv.WithKind("Cohort"), "cohorts", "")},
+	} {
+		kind, err := k.kind, k.err
+		switch {
+		case errors.Is(err, live.ErrNotServed):
+			missing = append(missing, kind)
+		case err != nil:
+			return err
+		}
+	}
+	if len(missing) > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("the cluster does not serve %s/v1beta2 %s: Kueue is not installed there, so no queue exists",
+			kueueGroup, strings.Join(missing, ", ")))
+	}
+	return nil
+}
+
+// add lists one kind as typed objects into the state: its snapshot, and its
+// flavors and priority classes, which explanations read.
+func add[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind, resource, namespace string) error {
+	objs, err := live.ListAs[T, PT](ctx, r, gvk, resource, live.Options{Namespace: namespace})
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
-		obj, ok := it.(client.Object)
-		if !ok {
-			return fmt.Errorf("listed %T is not an object", it)
+	for _, o := range objs {
+		switch o := any(o).(type) {
+		case *kueue.ResourceFlavor:
+			s.flavors[o.Name] = o
+		case *kueue.WorkloadPriorityClass:
+			s.priorityClasses[o.Name] = o
+			continue // not part of the snapshot
 		}
-		if err := s.Snapshot.Add(obj); err != nil {
+		if err := s.Snapshot.Add(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addUnstructured lists one kind the snapshot holds as unstructured.
+func addUnstructured(ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind, resource string) error {
+	objs, err := r.List(ctx, gvk.GroupVersion().WithResource(resource), live.Options{})
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		o.SetGroupVersionKind(gvk)
+		if err := s.Snapshot.Add(o); err != nil {
 			return err
 		}
 	}

@@ -134,8 +134,10 @@ var _ = Describe("preflight before moving to the managed install", Ordered, func
 			out,
 		).To(ContainSubstring(`ERROR kueue-controllers      could not read the workloads that could run Kueue: listing deployments.apps: deployments.apps is forbidden: User "bob" cannot list resource "deployments"`))
 		Expect(out).To(ContainSubstring("ERROR unsupported-workloads"))
-		Expect(out).To(ContainSubstring("ERROR webhook-order"))
-		Expect(out).To(ContainSubstring("ERROR kueue-guard-profile"))
+		Expect(out).To(ContainSubstring("ERROR webhook-order          could not read the mutating webhook configurations: " +
+			"listing mutatingwebhookconfigurations.admissionregistration.k8s.io: mutatingwebhookconfigurations.admissionregistration.k8s.io is forbidden"))
+		Expect(out).To(ContainSubstring("ERROR kueue-guard-profile    could not read kueue-guard's configuration: " +
+			`listing configmaps labelled app.kubernetes.io/part-of=kueue-guard: configmaps is forbidden: User "bob"`))
 		Expect(out).To(ContainSubstring("result: ERROR"))
 	})
 
