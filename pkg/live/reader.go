@@ -30,10 +30,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
+	"k8s.io/client-go/util/retry"
 )
 
 // ClientQPS and ClientBurst are the client-side rate limits a Reader lists
@@ -53,6 +56,23 @@ const RequestTimeout = 30 * time.Second
 // PageSize is how many objects one list call returns unless Options says
 // otherwise: client-go's pager default.
 const PageSize = 500
+
+// Backoff is how a request that failed for a passing reason (transient) is
+// tried again: 5 tries over about 3 s, enough for an API server's restart to
+// be ridden out and short enough for a command to fail fast when it is down.
+var Backoff = wait.Backoff{Steps: 5, Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.1}
+
+// transient says a request may succeed if sent again: the API server busy,
+// timing out or restarting. What it refuses (forbidden, not found, invalid)
+// and what the caller ended (its context) is not tried again.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
 
 // ErrNotServed matches the error of listing a resource the cluster does not
 // serve.
@@ -128,7 +148,13 @@ func (r *Reader) discover() error {
 	}
 	r.discovered, r.discErr = true, nil
 	r.served, r.failed = map[schema.GroupVersion][]metav1.APIResource{}, map[schema.GroupVersion]error{}
-	_, lists, err := r.disc.ServerGroupsAndResources()
+	var lists []*metav1.APIResourceList
+	err := retry.OnError(Backoff, transient, func() (err error) {
+		_, lists, err = r.disc.ServerGroupsAndResources()
+		return err
+	})
+	// A group whose discovery failed is not tried again (it is no API status):
+	// one aggregated API that is down must not slow every run.
 	if err != nil {
 		var partial *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &partial) {
@@ -209,7 +235,11 @@ func (r *Reader) Each(ctx context.Context, gvr schema.GroupVersionResource, o Op
 	ri := r.dyn.Resource(gvr).Namespace(o.Namespace)
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		start := time.Now()
-		list, err := ri.List(ctx, opts)
+		var list *unstructured.UnstructuredList
+		err := retry.OnError(Backoff, transient, func() (err error) {
+			list, err = ri.List(ctx, opts)
+			return err
+		})
 		if err == nil && o.Pace != nil {
 			err = o.Pace(ctx, time.Since(start))
 		}
@@ -243,14 +273,18 @@ func (r *Reader) Each(ctx context.Context, gvr schema.GroupVersionResource, o Op
 	return fmt.Errorf("listing %s: %w", what, err)
 }
 
-// List is every object Each hands out.
+// List is every object Each hands out, or none and the error: never a part
+// of the listing.
 func (r *Reader) List(ctx context.Context, gvr schema.GroupVersionResource, o Options) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	err := r.Each(ctx, gvr, o, func(u *unstructured.Unstructured) error {
 		out = append(out, u)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListAs is List with every object converted to a T (a typed API object,
@@ -269,7 +303,10 @@ func ListAs[T any, PT interface {
 		out = append(out, obj)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Describe names a listing: "deployments.apps", "configmaps in kueue-system".

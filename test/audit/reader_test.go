@@ -5,7 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,6 +137,30 @@ var _ = Describe("the live-cluster reader", Ordered, func() {
 		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(MatchError(live.ErrNotServed))
 	})
 
+	It("rides out an API server that fails a page or discovery for a moment", func() {
+		cfg, failed := faultyProxy(func(r *http.Request) bool {
+			return r.URL.Path == "/api" || (r.URL.Path == "/api/v1/namespaces/"+ns+"/configmaps" && r.URL.Query().Get("continue") != "")
+		}, 1)
+		r, err := live.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := r.List(ctx, configMaps, live.Options{Namespace: ns, PageSize: 3})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).To(HaveLen(7), "every object once")
+		Expect(failed.Load()).To(BeNumerically("==", 3), "the proxy failed discovery and the two later pages once each")
+	})
+
+	It("gives up on an API server that keeps failing with an error naming the listing, and no part of it", func() {
+		cfg, _ := faultyProxy(func(r *http.Request) bool {
+			return r.URL.Path == "/api/v1/namespaces/"+ns+"/configmaps" && r.URL.Query().Get("continue") != ""
+		}, 1000)
+		r, err := live.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := r.List(ctx, configMaps, live.Options{Namespace: ns, PageSize: 3})
+		Expect(apierrors.IsServiceUnavailable(err)).To(BeTrue(), "%v", err)
+		Expect(err).To(MatchError(ContainSubstring("listing configmaps in reader")))
+		Expect(objs).To(BeNil(), "not the first page alone")
+	})
+
 	It("fails fast and names discovery when the API server is unreachable", func() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())
@@ -171,4 +201,37 @@ func widgetCRD() *unstructured.Unstructured {
 					"x-kubernetes-preserve-unknown-fields": true}}}},
 		},
 	}}
+}
+
+// faultyProxy serves the API server through a proxy that answers the first n
+// tries of each request match selects (by its URL) with 503, as an API server
+// restarting or shedding load does; it says how many it failed.
+func faultyProxy(match func(*http.Request) bool, n int32) (*rest.Config, *atomic.Int32) {
+	GinkgoHelper()
+	tr, err := rest.TransportFor(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	target, err := url.Parse(env.Config.Host)
+	Expect(err).NotTo(HaveOccurred())
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = tr
+	failed := &atomic.Int32{}
+	var mu sync.Mutex
+	tries := map[string]int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		tries[r.URL.String()]++
+		fail := match(r) && tries[r.URL.String()] <= n
+		mu.Unlock()
+		if fail {
+			failed.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is restarting",` +
+				`"reason":"ServiceUnavailable","code":503}`))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	DeferCleanup(srv.Close)
+	return &rest.Config{Host: srv.URL}, failed
 }
