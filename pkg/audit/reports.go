@@ -11,12 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kueue-guard/kueue-guard/pkg/fieldpath"
+	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 )
 
@@ -134,20 +135,23 @@ func unchanged(old, r *openreports.Report) bool {
 	return true
 }
 
+// reportGVK is the kind of the Reports written.
+var reportGVK = schema.GroupVersion(openreports.GroupVersion).WithKind("Report")
+
 // writeReports creates or replaces each namespace's Report and deletes
 // kueue-guard's Reports in namespaces the run found no workload in.
 func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 	want := l.reportsFor(run)
-	var existing openreports.ReportList
-	if err := l.o.Client.List(ctx, &existing, client.MatchingLabels{ManagedByLabel: managedBy}); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return ErrNoReportsAPI
-		}
+	existing, err := live.ListAs[openreports.Report](ctx, l.lister.reader, reportGVK, "reports",
+		live.Options{LabelSelector: ManagedByLabel + "=" + managedBy})
+	if errors.Is(err, live.ErrNotServed) {
+		return ErrNoReportsAPI
+	}
+	if err != nil {
 		return err
 	}
 	var errs []error
-	for i := range existing.Items {
-		old := &existing.Items[i]
+	for _, old := range existing {
 		if old.Name != ReportName {
 			continue
 		}
@@ -163,8 +167,8 @@ func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 		}
 	}
 	byNS := map[string]*openreports.Report{}
-	for i := range existing.Items {
-		byNS[existing.Items[i].Namespace] = &existing.Items[i]
+	for _, old := range existing {
+		byNS[old.Namespace] = old
 	}
 	for ns, r := range want {
 		if old, ok := byNS[ns]; ok && old.Name == ReportName {
