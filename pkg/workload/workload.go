@@ -42,9 +42,27 @@ func PriorityClass(obj *unstructured.Unstructured, in *integrations.Integration)
 }
 
 // OwnLabel is a label at the kind's own queue-label place (the object's
-// metadata, a CronJob's job template), ignoring pod templates.
+// metadata, a CronJob's job template), ignoring pod templates: Labels(obj,
+// in)[key], read in place. It is asked for several times per request, and
+// Labels copies the map (BenchmarkHandler: tens of allocations a request).
 func OwnLabel(obj *unstructured.Unstructured, in *integrations.Integration, key string) string {
-	return Labels(obj, in)[key]
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, in.QueueLabelPath...)
+	if !found || err != nil {
+		return ""
+	}
+	meta, _ := v.(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	value := ""
+	for k, v := range labels {
+		s, ok := v.(string)
+		if !ok {
+			return "" // malformed, as Labels reads it: no label at all
+		}
+		if k == key {
+			value = s
+		}
+	}
+	return value
 }
 
 // EffectiveLabel is the value of one of Kueue's labels as Kueue acts on it: the
