@@ -3,10 +3,13 @@ package cluster
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 
 	// Registers Kueue's gates with the process's feature gate.
 	_ "sigs.k8s.io/kueue/pkg/features"
@@ -56,6 +59,9 @@ func (k *KueueFeatureGates) Apply(gates map[string]bool) error {
 		want[name] = on
 	}
 	for name, on := range want {
+		if slices.Contains(workload.UnreadKueueGates, featuregate.Feature(name)) {
+			continue // never read here: kept off (workload.UnreadKueueGates)
+		}
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{name: on}); err != nil {
 			errs = append(errs, err)
 		}

@@ -25,6 +25,16 @@ var _ = Describe("KueueFeatureGates", func() {
 		Expect(features.Enabled(features.WorkloadIdentifierAnnotations)).To(BeTrue(), "reset to the default")
 	})
 
+	It("keeps off the gates only Kueue's scheduler reads, whatever the Configuration sets", func() {
+		var g KueueFeatureGates
+		DeferCleanup(func() { Expect(g.Apply(nil)).To(Succeed()) })
+		Expect(features.Enabled(features.SchedulingEquivalenceHashing)).To(BeFalse(), "off from the start, against Kueue 0.19's default")
+		Expect(g.Apply(map[string]bool{"SchedulingEquivalenceHashing": true})).To(Succeed())
+		Expect(features.Enabled(features.SchedulingEquivalenceHashing)).To(BeFalse())
+		Expect(g.Apply(map[string]bool{})).To(Succeed())
+		Expect(features.Enabled(features.SchedulingEquivalenceHashing)).To(BeFalse(), "not reset to Kueue's default either")
+	})
+
 	It("names a gate Kueue does not know, and still applies the others", func() {
 		var g KueueFeatureGates
 		DeferCleanup(func() { Expect(g.Apply(nil)).To(Succeed()) })
