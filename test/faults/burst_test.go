@@ -121,6 +121,14 @@ var _ = Describe("a tenant's burst of large objects", func() {
 			})
 			Expect(err).NotTo(HaveOccurred())
 			f := burst(srv, 10*time.Second)
+			// The workers gave up on their last requests (their timeout), which
+			// the server still answers: it is stopped once they are, so that the
+			// stop's grace period is not spent on a busy machine's backlog.
+			const inFlight = "controller_runtime_webhook_requests_in_flight"
+			Expect(testenv.MetricSeries(srv.MetricAddr, inFlight)).NotTo(BeEmpty(), "the webhooks' in-flight gauge")
+			Eventually(func() (float64, error) {
+				return testenv.MetricValue(srv.MetricAddr, inFlight)
+			}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeZero())
 			Expect(srv.Stop()).To(Succeed())
 			mib := func(v float64) float64 { return v / (1 << 20) }
 			AddReportEntry("burst of large objects, byte budget "+name, fmt.Sprintf(
