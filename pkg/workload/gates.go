@@ -12,7 +12,10 @@ import (
 // gates kueue-guard follows, cluster.FollowKueueFeatureGates, leave them be).
 // SchedulingEquivalenceHashing makes every workload.Info hash its pod sets
 // for Kueue's scheduler: about 90 allocations of each summary, a tenth of a
-// validated request's (BenchmarkHandler).
+// validated request's (BenchmarkHandler). In Kueue 0.19.2 its only other
+// readers are the queue manager (requeueing workloads of one hash together)
+// and the Workload controller, neither of which kueue-guard runs: code that
+// comes to call them (a simulation of Kueue's queues) must follow the gate.
 var UnreadKueueGates = []featuregate.Feature{features.SchedulingEquivalenceHashing}
 
 func init() { TurnOffUnreadKueueGates() }
