@@ -142,7 +142,7 @@ var reportGVK = schema.GroupVersion(openreports.GroupVersion).WithKind("Report")
 // kueue-guard's Reports in namespaces the run found no workload in.
 func (l *Loop) writeReports(ctx context.Context, run *Run) error {
 	want := l.reportsFor(run)
-	existing, err := live.ListAs[openreports.Report](ctx, l.lister.reader, reportGVK, "reports",
+	existing, err := live.ListAs[openreports.Report](ctx, l.lister.reader, reportGVK,
 		live.Options{LabelSelector: ManagedByLabel + "=" + managedBy})
 	if errors.Is(err, live.ErrNotServed) {
 		return ErrNoReportsAPI

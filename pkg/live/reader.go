@@ -188,6 +188,27 @@ func (r *Reader) Served(gvr schema.GroupVersionResource) (bool, error) {
 	}), nil
 }
 
+// Resource is the resource that serves gvk, as discovery names it: no caller
+// spells a kind's plural. A kind discovery does not list matches
+// ErrNotServed; a group version whose discovery failed is that error.
+func (r *Reader) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
+	if err := r.discover(); err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gv := gvk.GroupVersion()
+	if err, ok := r.failed[gv]; ok {
+		return schema.GroupVersionResource{}, fmt.Errorf("discovering %s: %w", gvString(gv), err)
+	}
+	for _, res := range r.served[gv] {
+		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
+			return gv.WithResource(res.Name), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("listing %s: %w", gvk.Kind+"."+gvString(gv), ErrNotServed)
+}
+
 // FirstServed is the first of versions at which the cluster serves a group's
 // resource.
 func (r *Reader) FirstServed(group string, versions []string, resource string) (schema.GroupVersionResource, bool, error) {
@@ -287,14 +308,19 @@ func (r *Reader) List(ctx context.Context, gvr schema.GroupVersionResource, o Op
 	return out, nil
 }
 
-// ListAs is List with every object converted to a T (a typed API object,
-// such as corev1.Namespace), its kind set from gvk.
+// ListAs is List of the resource that serves gvk (Resource), with every
+// object converted to a T (a typed API object, such as corev1.Namespace), its
+// kind set from gvk.
 func ListAs[T any, PT interface {
 	*T
 	runtime.Object
-}](ctx context.Context, r *Reader, gvk schema.GroupVersionKind, resource string, o Options) ([]PT, error) {
+}](ctx context.Context, r *Reader, gvk schema.GroupVersionKind, o Options) ([]PT, error) {
+	gvr, err := r.Resource(gvk)
+	if err != nil {
+		return nil, err
+	}
 	var out []PT
-	err := r.Each(ctx, gvk.GroupVersion().WithResource(resource), o, func(u *unstructured.Unstructured) error {
+	err = r.Each(ctx, gvr, o, func(u *unstructured.Unstructured) error {
 		obj := PT(new(T))
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 			return fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(u), err)

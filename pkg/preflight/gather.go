@@ -193,7 +193,7 @@ func Gather(ctx context.Context, cfg *rest.Config, o Options) (*State, error) {
 	s.Topologies, s.TopologiesErr = g.countKueue(ctx, "topologies")
 	s.Workloads, s.Listed, s.NotServed, s.WorkloadsErr = g.workloads(ctx, listedKinds(o.Target, s.KueueConfigs))
 	hooks, err := live.ListAs[admissionregistrationv1.MutatingWebhookConfiguration](ctx, r,
-		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), "mutatingwebhookconfigurations", live.Options{})
+		admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"), live.Options{})
 	for _, h := range hooks {
 		s.Mutating = append(s.Mutating, *h)
 	}
@@ -475,7 +475,7 @@ func (g *gatherer) guards(ctx context.Context, file string) ([]GuardConfig, erro
 		c, err := config.Load(file)
 		return []GuardConfig{{Source: file, Config: c, Err: err}}, nil
 	}
-	cms, err := live.ListAs[corev1.ConfigMap](ctx, g.reader, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps",
+	cms, err := live.ListAs[corev1.ConfigMap](ctx, g.reader, corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 		live.Options{LabelSelector: guardPartOfLabel})
 	if err != nil {
 		return nil, err

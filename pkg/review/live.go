@@ -45,11 +45,11 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	// LimitRanges and RuntimeClasses: Kueue adjusts requests by them before it
 	// charges quota.
 	for _, err := range []error{
-		add[corev1.Namespace](ctx, r, s, core.WithKind("Namespace"), "namespaces", ""),
-		add[corev1.ConfigMap](ctx, r, s, core.WithKind("ConfigMap"), "configmaps", kueueNamespace),
-		add[corev1.LimitRange](ctx, r, s, core.WithKind("LimitRange"), "limitranges", ""),
-		add[nodev1.RuntimeClass](ctx, r, s, nodev1.SchemeGroupVersion.WithKind("RuntimeClass"), "runtimeclasses", ""),
-		addUnstructured(ctx, r, s, appsv1.SchemeGroupVersion.WithKind("Deployment"), "deployments"),
+		add[corev1.Namespace](ctx, r, s, core.WithKind("Namespace"), ""),
+		add[corev1.ConfigMap](ctx, r, s, core.WithKind("ConfigMap"), kueueNamespace),
+		add[corev1.LimitRange](ctx, r, s, core.WithKind("LimitRange"), ""),
+		add[nodev1.RuntimeClass](ctx, r, s, nodev1.SchemeGroupVersion.WithKind("RuntimeClass"), ""),
+		addUnstructured(ctx, r, s, appsv1.SchemeGroupVersion.WithKind("Deployment")),
 	} {
 		if err != nil {
 			return nil, err
@@ -59,11 +59,11 @@ func ListCluster(ctx context.Context, cfg *rest.Config, kueueNamespace string) (
 	// Kueue charges the devices they claim or back. Training runtimes, where
 	// Kubeflow Trainer is installed.
 	optional := []error{
-		add[resourcev1.ResourceClaimTemplate](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"), "resourceclaimtemplates", ""),
-		add[resourcev1.DeviceClass](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("DeviceClass"), "deviceclasses", ""),
+		add[resourcev1.ResourceClaimTemplate](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("ResourceClaimTemplate"), ""),
+		add[resourcev1.DeviceClass](ctx, r, s, resourcev1.SchemeGroupVersion.WithKind("DeviceClass"), ""),
 	}
 	for _, gvk := range workload.TrainingRuntimeGVKs {
-		optional = append(optional, addUnstructured(ctx, r, s, gvk, strings.ToLower(gvk.Kind)+"s"))
+		optional = append(optional, addUnstructured(ctx, r, s, gvk))
 	}
 	for _, err := range optional {
 		if err != nil && !errors.Is(err, live.ErrNotServed) {
@@ -85,12 +85,11 @@ func listKueue(ctx context.Context, r *live.Reader, s *State) error {
 		kind string
 		err  error
 	}{
-		{"LocalQueue", add[kueue.LocalQueue](ctx, r, s, gv.WithKind("LocalQueue"), "localqueues", "")},
-		{"ClusterQueue", add[kueue.ClusterQueue](ctx, r, s, gv.WithKind("ClusterQueue"), "clusterqueues", "")},
-		{"ResourceFlavor", add[kueue.ResourceFlavor](ctx, r, s, gv.WithKind("ResourceFlavor"), "resourceflavors", "")},
-		{"WorkloadPriorityClass", add[kueue.WorkloadPriorityClass](ctx, r, s, gv.WithKind("WorkloadPriorityClass"),
-			"workloadpriorityclasses", "")},
-		{"Cohort", add[kueue.Cohort](ctx, r, s, gv.WithKind("Cohort"), "cohorts", "")},
+		{"LocalQueue", add[kueue.LocalQueue](ctx, r, s, gv.WithKind("LocalQueue"), "")},
+		{"ClusterQueue", add[kueue.ClusterQueue](ctx, r, s, gv.WithKind("ClusterQueue"), "")},
+		{"ResourceFlavor", add[kueue.ResourceFlavor](ctx, r, s, gv.WithKind("ResourceFlavor"), "")},
+		{"WorkloadPriorityClass", add[kueue.WorkloadPriorityClass](ctx, r, s, gv.WithKind("WorkloadPriorityClass"), "")},
+		{"Cohort", add[kueue.Cohort](ctx, r, s, gv.WithKind("Cohort"), "")},
 	} {
 		kind, err := k.kind, k.err
 		switch {
@@ -112,8 +111,8 @@ func listKueue(ctx context.Context, r *live.Reader, s *State) error {
 func add[T any, PT interface {
 	*T
 	client.Object
-}](ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind, resource, namespace string) error {
-	objs, err := live.ListAs[T, PT](ctx, r, gvk, resource, live.Options{Namespace: namespace})
+}](ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind, namespace string) error {
+	objs, err := live.ListAs[T, PT](ctx, r, gvk, live.Options{Namespace: namespace})
 	if err != nil {
 		return err
 	}
@@ -133,8 +132,12 @@ func add[T any, PT interface {
 }
 
 // addUnstructured lists one kind the snapshot holds as unstructured.
-func addUnstructured(ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind, resource string) error {
-	objs, err := r.List(ctx, gvk.GroupVersion().WithResource(resource), live.Options{})
+func addUnstructured(ctx context.Context, r *live.Reader, s *State, gvk schema.GroupVersionKind) error {
+	gvr, err := r.Resource(gvk)
+	if err != nil {
+		return err
+	}
+	objs, err := r.List(ctx, gvr, live.Options{})
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ var _ = Describe("the live-cluster reader", Ordered, func() {
 		Expect(names).To(HaveExactElements("cm-0", "cm-1", "cm-2", "cm-3", "cm-4", "cm-5", "cm-6"))
 		Expect(pages).To(Equal(3), "7 objects in pages of 3")
 
-		odd, err := live.ListAs[corev1.ConfigMap](ctx, reader, corev1.SchemeGroupVersion.WithKind("ConfigMap"), "configmaps",
+		odd, err := live.ListAs[corev1.ConfigMap](ctx, reader, corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 			live.Options{Namespace: ns, LabelSelector: "odd=true", PageSize: 2})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(odd).To(HaveLen(3))
@@ -89,6 +89,8 @@ var _ = Describe("the live-cluster reader", Ordered, func() {
 		_, err = reader.List(ctx, gvr, live.Options{})
 		Expect(err).To(MatchError(live.ErrNotServed))
 		Expect(err).To(MatchError(ContainSubstring("listing widgets.nowhere.kueue-guard.test")))
+		_, err = reader.Resource(schema.GroupVersionKind{Group: "nowhere.kueue-guard.test", Version: "v1", Kind: "Widget"})
+		Expect(err).To(MatchError(live.ErrNotServed))
 	})
 
 	It("refuses to take a forbidden listing for an empty one", func() {
@@ -130,6 +132,8 @@ var _ = Describe("the live-cluster reader", Ordered, func() {
 			reader.Rediscover()
 			return reader.Served(gvr)
 		}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(BeTrue())
+		Expect(reader.Resource(schema.GroupVersionKind{Group: "gone.kueue-guard.test", Version: "v1", Kind: "Widget"})).
+			To(Equal(gvr), "the kind's resource, as discovery names it")
 		Expect(env.Client.Delete(ctx, crd)).To(Succeed())
 		Eventually(func() error {
 			_, err := reader.List(ctx, gvr, live.Options{})
