@@ -36,7 +36,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
-	"k8s.io/client-go/util/retry"
 )
 
 // ClientQPS and ClientBurst are the client-side rate limits a Reader lists
@@ -72,6 +71,22 @@ func transient(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
 		utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
+}
+
+// retrying runs fn until it succeeds, fails for good, or Backoff runs out,
+// and returns fn's last error. Not retry.OnError: it answers nil when fn's
+// error is a context's (wait.Interrupted takes it for the backoff's own), and
+// a listing cancelled mid-request became an empty page (test/audit).
+func retrying(ctx context.Context, fn func() error) error {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, Backoff, func(context.Context) (bool, error) {
+		last = fn()
+		return last == nil || !transient(last), nil
+	})
+	if last != nil {
+		return last
+	}
+	return err
 }
 
 // ErrNotServed matches the error of listing a resource the cluster does not
@@ -149,7 +164,7 @@ func (r *Reader) discover() error {
 	r.discovered, r.discErr = true, nil
 	r.served, r.failed = map[schema.GroupVersion][]metav1.APIResource{}, map[schema.GroupVersion]error{}
 	var lists []*metav1.APIResourceList
-	err := retry.OnError(Backoff, transient, func() (err error) {
+	err := retrying(context.Background(), func() (err error) {
 		_, lists, err = r.disc.ServerGroupsAndResources()
 		return err
 	})
@@ -257,7 +272,7 @@ func (r *Reader) Each(ctx context.Context, gvr schema.GroupVersionResource, o Op
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		start := time.Now()
 		var list *unstructured.UnstructuredList
-		err := retry.OnError(Backoff, transient, func() (err error) {
+		err := retrying(ctx, func() (err error) {
 			list, err = ri.List(ctx, opts)
 			return err
 		})

@@ -165,6 +165,23 @@ var _ = Describe("the live-cluster reader", Ordered, func() {
 		Expect(objs).To(BeNil(), "not the first page alone")
 	})
 
+	It("ends with the caller's error, never an empty page, when the caller's context ends during a request", func() {
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		cfg, _ := faultyProxy(func(r *http.Request) bool {
+			if r.URL.Path == "/api/v1/namespaces/"+ns+"/configmaps" {
+				stop()
+				<-r.Context().Done() // the client gives up on this request
+			}
+			return false
+		}, 0)
+		r, err := live.New(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		objs, err := r.List(lctx, configMaps, live.Options{Namespace: ns})
+		Expect(err).To(MatchError(context.Canceled))
+		Expect(objs).To(BeNil())
+	})
+
 	It("fails fast and names discovery when the API server is unreachable", func() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())
