@@ -37,38 +37,9 @@ type Capacity struct {
 // (input.clusterQueue.active). A queue Kueue leaves out for another reason (an
 // admission check missing) has none. Sorted by flavor, then resource.
 func Capacities(ctx context.Context, flavors []kueue.ResourceFlavor, cohorts []kueue.Cohort, cqs []kueue.ClusterQueue) (map[string][]Capacity, error) {
-	log := logr.Discard()
-	c := schedcache.New(emptyReader{})
-	known := map[kueue.ResourceFlavorReference]bool{}
-	for i := range flavors {
-		c.AddOrUpdateResourceFlavor(log, &flavors[i])
-		known[kueue.ResourceFlavorReference(flavors[i].Name)] = true
-	}
-	named := func(groups []kueue.ResourceGroup) {
-		for _, rg := range groups {
-			for _, f := range rg.Flavors {
-				if !known[f.Name] {
-					known[f.Name] = true
-					c.AddOrUpdateResourceFlavor(log, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: string(f.Name)}})
-				}
-			}
-		}
-	}
-	for i := range cqs {
-		named(cqs[i].Spec.ResourceGroups)
-	}
-	for i := range cohorts {
-		named(cohorts[i].Spec.ResourceGroups)
-	}
-	for i := range cohorts {
-		if err := c.AddOrUpdateCohort(&cohorts[i]); err != nil {
-			return nil, fmt.Errorf("cohort %s: %w", cohorts[i].Name, err)
-		}
-	}
-	for i := range cqs {
-		if err := c.AddClusterQueue(ctx, &cqs[i]); err != nil {
-			return nil, fmt.Errorf("ClusterQueue %s: %w", cqs[i].Name, err)
-		}
+	c, err := NewKueueCache(ctx, KueueObjects{Flavors: flavors, Cohorts: cohorts, ClusterQueues: cqs, AssumeNamedFlavors: true})
+	if err != nil {
+		return nil, err
 	}
 	snap, err := c.Snapshot(ctx)
 	if err != nil {
@@ -95,6 +66,67 @@ func Capacities(ctx context.Context, flavors []kueue.ResourceFlavor, cohorts []k
 		out[cqs[i].Name] = caps
 	}
 	return out, nil
+}
+
+// KueueObjects are what Kueue's scheduler cache is built from.
+type KueueObjects struct {
+	Flavors       []kueue.ResourceFlavor
+	Cohorts       []kueue.Cohort
+	ClusterQueues []kueue.ClusterQueue
+	LocalQueues   []kueue.LocalQueue
+	// AssumeNamedFlavors takes a flavor a queue names that does not exist
+	// (yet) as existing, for capacities (see Capacities); without it the
+	// queue is inactive, as in Kueue.
+	AssumeNamedFlavors bool
+}
+
+// NewKueueCache builds Kueue's own scheduler cache from the objects, with no
+// Workload in it: the one place a Kueue scheduler view is made, for
+// capacities and for simulations (which add the admitted Workloads).
+func NewKueueCache(ctx context.Context, objs KueueObjects, opts ...schedcache.Option) (*schedcache.Cache, error) {
+	flavors, cohorts, cqs := objs.Flavors, objs.Cohorts, objs.ClusterQueues
+	log := logr.Discard()
+	c := schedcache.New(emptyReader{}, opts...)
+	known := map[kueue.ResourceFlavorReference]bool{}
+	for i := range flavors {
+		c.AddOrUpdateResourceFlavor(log, &flavors[i])
+		known[kueue.ResourceFlavorReference(flavors[i].Name)] = true
+	}
+	named := func(groups []kueue.ResourceGroup) {
+		if !objs.AssumeNamedFlavors {
+			return
+		}
+		for _, rg := range groups {
+			for _, f := range rg.Flavors {
+				if !known[f.Name] {
+					known[f.Name] = true
+					c.AddOrUpdateResourceFlavor(log, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: string(f.Name)}})
+				}
+			}
+		}
+	}
+	for i := range cqs {
+		named(cqs[i].Spec.ResourceGroups)
+	}
+	for i := range cohorts {
+		named(cohorts[i].Spec.ResourceGroups)
+	}
+	for i := range cohorts {
+		if err := c.AddOrUpdateCohort(&cohorts[i]); err != nil {
+			return nil, fmt.Errorf("cohort %s: %w", cohorts[i].Name, err)
+		}
+	}
+	for i := range cqs {
+		if err := c.AddClusterQueue(ctx, &cqs[i]); err != nil {
+			return nil, fmt.Errorf("ClusterQueue %s: %w", cqs[i].Name, err)
+		}
+	}
+	for i := range objs.LocalQueues {
+		if err := c.AddLocalQueue(&objs.LocalQueues[i]); err != nil {
+			return nil, fmt.Errorf("LocalQueue %s/%s: %w", objs.LocalQueues[i].Namespace, objs.LocalQueues[i].Name, err)
+		}
+	}
+	return c, nil
 }
 
 // emptyReader is the client Kueue's scheduler cache reads LocalQueues and

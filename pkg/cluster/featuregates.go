@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -59,8 +58,8 @@ func (k *KueueFeatureGates) Apply(gates map[string]bool) error {
 		want[name] = on
 	}
 	for name, on := range want {
-		if slices.Contains(workload.UnreadKueueGates, featuregate.Feature(name)) {
-			continue // never read here: kept off (workload.UnreadKueueGates)
+		if workload.PinnedKueueGate(featuregate.Feature(name)) {
+			continue // set by this process (workload.TurnOffUnreadKueueGates)
 		}
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{name: on}); err != nil {
 			errs = append(errs, err)

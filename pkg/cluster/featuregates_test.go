@@ -35,6 +35,16 @@ var _ = Describe("KueueFeatureGates", func() {
 		Expect(features.Enabled(features.SchedulingEquivalenceHashing)).To(BeFalse(), "not reset to Kueue's default either")
 	})
 
+	It("keeps on the gates that only give Kueue's reasons their words, whatever the Configuration sets", func() {
+		var g KueueFeatureGates
+		DeferCleanup(func() { Expect(g.Apply(nil)).To(Succeed()) })
+		Expect(features.Enabled(features.UnadmittedWorkloadsObservability)).To(BeTrue(), "on from the start, against Kueue 0.19's default")
+		Expect(g.Apply(map[string]bool{"UnadmittedWorkloadsObservability": false})).To(Succeed())
+		Expect(features.Enabled(features.UnadmittedWorkloadsObservability)).To(BeTrue())
+		Expect(g.Apply(map[string]bool{})).To(Succeed())
+		Expect(features.Enabled(features.UnadmittedWorkloadsObservability)).To(BeTrue(), "not reset to Kueue's default either")
+	})
+
 	It("names a gate Kueue does not know, and still applies the others", func() {
 		var g KueueFeatureGates
 		DeferCleanup(func() { Expect(g.Apply(nil)).To(Succeed()) })

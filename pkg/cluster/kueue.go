@@ -33,10 +33,11 @@ type kueueIntegrations struct {
 		Frameworks         []string `json:"frameworks"`
 		ExternalFrameworks []string `json:"externalFrameworks"`
 	} `json:"integrations"`
-	ManageJobsWithoutQueueName   bool                  `json:"manageJobsWithoutQueueName"`
-	ManagedJobsNamespaceSelector *metav1.LabelSelector `json:"managedJobsNamespaceSelector"`
-	Resources                    *configapi.Resources  `json:"resources"`
-	FeatureGates                 map[string]bool       `json:"featureGates"`
+	ManageJobsWithoutQueueName   bool                   `json:"manageJobsWithoutQueueName"`
+	ManagedJobsNamespaceSelector *metav1.LabelSelector  `json:"managedJobsNamespaceSelector"`
+	Resources                    *configapi.Resources   `json:"resources"`
+	FeatureGates                 map[string]bool        `json:"featureGates"`
+	FairSharing                  *configapi.FairSharing `json:"fairSharing"`
 }
 
 // KueueConfig is what kueue-guard follows of Kueue's Configuration, with
@@ -60,6 +61,9 @@ type KueueConfig struct {
 	// Resources is Kueue's resources section: excluded prefixes and
 	// transformations it applies before charging quota.
 	Resources configapi.Resources
+	// FairSharing is Kueue's fairSharing section (nil: off); its scheduler
+	// and preemption follow it.
+	FairSharing *configapi.FairSharing
 }
 
 // ParseKueueConfig reads Kueue's Configuration as Kueue's manager in
@@ -83,7 +87,7 @@ func ParseKueueConfig(data, kueueNamespace string) (*KueueConfig, error) {
 		return nil, fmt.Errorf("reading Kueue's managedJobsNamespaceSelector: %w", err)
 	}
 	cfg := &KueueConfig{Frameworks: raw.frameworks(), ManageJobsWithoutQueueName: raw.ManageJobsWithoutQueueName,
-		ManagedJobsNamespaceSelector: sel, FeatureGates: raw.FeatureGates}
+		ManagedJobsNamespaceSelector: sel, FeatureGates: raw.FeatureGates, FairSharing: raw.FairSharing}
 	if raw.Integrations != nil {
 		cfg.ExternalFrameworks = raw.Integrations.ExternalFrameworks
 	}

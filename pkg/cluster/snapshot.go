@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -206,6 +207,25 @@ func (s *Snapshot) TrainingRuntime(kind, namespace, name string) (*unstructured.
 func (s *Snapshot) RuntimeClass(name string) (*nodev1.RuntimeClass, bool) {
 	rc, ok := s.runtimeClasses[name]
 	return rc, ok
+}
+
+// KueueObjects lists the snapshot's Kueue objects, each kind sorted by key.
+func (s *Snapshot) KueueObjects() KueueObjects {
+	var o KueueObjects
+	for _, k := range slices.Sorted(maps.Keys(s.flavors)) {
+		o.Flavors = append(o.Flavors, *s.flavors[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.cohorts)) {
+		o.Cohorts = append(o.Cohorts, *s.cohorts[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.clusterQueues)) {
+		o.ClusterQueues = append(o.ClusterQueues, *s.clusterQueues[k])
+	}
+	keys := slices.SortedFunc(maps.Keys(s.localQueues), func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		o.LocalQueues = append(o.LocalQueues, *s.localQueues[k])
+	}
+	return o
 }
 
 // ClusterQueueCapacity implements View.

@@ -156,33 +156,11 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	if o == nil {
 		o = &Options{}
 	}
-	if obj == nil || obj.Object == nil {
-		return nil, errors.New("summarizing workload: no object")
+	in, kueuePodSets, claims, err := kueuePodSetsOf(ctx, obj, builders, o)
+	if err != nil {
+		return nil, err
 	}
 	gvk := obj.GroupVersionKind()
-	in, ok := integrations.Lookup(gvk.GroupKind())
-	if !ok {
-		return nil, fmt.Errorf("summarizing %s: %w", integrations.GroupKindKey(gvk.GroupKind()), ErrUnknownKind)
-	}
-	if gvk.Version != in.GVK.Version {
-		return nil, fmt.Errorf("summarizing %s %s: version %s is not supported, use %s",
-			gvk.Kind, objectName(obj), gvk.GroupVersion(), in.GVK.GroupVersion())
-	}
-	build, ok := builders[gvk.GroupKind()]
-	if !ok {
-		// The catalog grew without this package: a programming error, reported
-		// instead of guessed at.
-		return nil, fmt.Errorf("summarizing %s: internal error: no pod-set builder for this kind", in.Key())
-	}
-
-	kueuePodSets, err := computePodSets(ctx, obj, build, o)
-	if err != nil {
-		return nil, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
-	}
-	if o.Resources != nil {
-		kueuePodSets = adjustResources(ctx, obj.GetNamespace(), kueuePodSets, o.Resources)
-	}
-	claims := claimRequests(ctx, obj.GetNamespace(), kueuePodSets, o)
 	podSets, total, err := summarizePodSets(kueuePodSets, o.Kueue, claims)
 	if err != nil {
 		return nil, fmt.Errorf("computing requests of %s %s: %w", gvk.Kind, objectName(obj), err)
@@ -205,6 +183,38 @@ func summarize(ctx context.Context, obj *unstructured.Unstructured, builders map
 	}
 	s.AdmissionUnit, s.UnitRequests, s.MinUnitRequests, s.UnitPods, s.MinUnitPods = admissionUnit(obj, podSets, total)
 	return s, nil
+}
+
+// kueuePodSetsOf is Kueue's pod sets of obj, adjusted as Kueue adjusts them
+// before it charges quota, with the DRA devices it charges them.
+func kueuePodSetsOf(ctx context.Context, obj *unstructured.Unstructured, builders map[schema.GroupKind]podSetsFunc, o *Options) (
+	*integrations.Integration, []kueue.PodSet, claimed, error) {
+	if obj == nil || obj.Object == nil {
+		return nil, nil, claimed{}, errors.New("summarizing workload: no object")
+	}
+	gvk := obj.GroupVersionKind()
+	in, ok := integrations.Lookup(gvk.GroupKind())
+	if !ok {
+		return nil, nil, claimed{}, fmt.Errorf("summarizing %s: %w", integrations.GroupKindKey(gvk.GroupKind()), ErrUnknownKind)
+	}
+	if gvk.Version != in.GVK.Version {
+		return nil, nil, claimed{}, fmt.Errorf("summarizing %s %s: version %s is not supported, use %s",
+			gvk.Kind, objectName(obj), gvk.GroupVersion(), in.GVK.GroupVersion())
+	}
+	build, ok := builders[gvk.GroupKind()]
+	if !ok {
+		// The catalog grew without this package: a programming error, reported
+		// instead of guessed at.
+		return nil, nil, claimed{}, fmt.Errorf("summarizing %s: internal error: no pod-set builder for this kind", in.Key())
+	}
+	pss, err := computePodSets(ctx, obj, build, o)
+	if err != nil {
+		return nil, nil, claimed{}, fmt.Errorf("computing pod sets of %s %s: %w", gvk.Kind, objectName(obj), err)
+	}
+	if o.Resources != nil {
+		pss = adjustResources(ctx, obj.GetNamespace(), pss, o.Resources)
+	}
+	return in, pss, claimRequests(ctx, obj.GetNamespace(), pss, o), nil
 }
 
 // computePodSets runs a builder with any panic turned into an error: the
