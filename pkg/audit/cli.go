@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/live"
 	"github.com/kueue-guard/kueue-guard/pkg/review"
 )
@@ -68,22 +67,11 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, stdout, stderr io.Writ
 		return fail(fmt.Errorf("--output %q: use one of %s", c.Output, strings.Join(review.Formats, ", ")))
 	}
 	c.policiesSet = fs != nil && fs.Changed("policies")
-	cfg := config.Default()
-	if c.ConfigFile != "" {
-		var err error
-		if cfg, err = config.Load(c.ConfigFile); err != nil {
-			return fail(err)
-		}
-		if !c.policiesSet {
-			named, err := review.NamedPolicyDirectory(c.ConfigFile)
-			if err != nil {
-				return fail(err)
-			}
-			if named {
-				c.PolicyDir = cfg.Policies.Directory
-			}
-		}
+	cfg, policyDir, err := review.LoadConfig(c.ConfigFile, c.PolicyDir, c.policiesSet)
+	if err != nil {
+		return fail(err)
 	}
+	c.PolicyDir = policyDir
 	restCfg, err := live.LoadConfig(c.Kube, "kueue-guard audit")
 	if err != nil {
 		return fail(err)

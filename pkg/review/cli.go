@@ -198,55 +198,12 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 		fmt.Fprintf(stderr, "kueue-guard review: %v\n", err)
 		return ExitInputError, err
 	}
-	if err := c.validate(fs, args); err != nil {
+	o, manifests, readErrs, err := c.prepare(ctx, fs, args, stdin, false)
+	if err != nil {
 		return fail(err)
 	}
-	cfg := config.Default()
-	if c.ConfigFile != "" {
-		var err error
-		if cfg, err = config.Load(c.ConfigFile); err != nil {
-			return fail(err)
-		}
-		if !c.policiesSet {
-			// Only a directory the file names: loading fills in the server's
-			// default, a path inside the webhook's pod, not on this machine.
-			named, err := NamedPolicyDirectory(c.ConfigFile)
-			if err != nil {
-				return fail(err)
-			}
-			if named {
-				c.PolicyDir = cfg.Policies.Directory
-			}
-		}
-	}
-	var state *State
-	switch {
-	case c.ClusterState != "":
-		var errs []*InputError
-		state, errs = LoadStateFile(c.ClusterState, cfg.KueueNamespace)
-		if len(errs) > 0 {
-			var msgs []string
-			for _, e := range errs {
-				msgs = append(msgs, e.Error())
-			}
-			return fail(fmt.Errorf("cluster state:\n  %s", strings.Join(msgs, "\n  ")))
-		}
-	case c.LiveCluster:
-		restCfg, err := c.liveConfig()
-		if err != nil {
-			return fail(err)
-		}
-		if state, err = ListCluster(ctx, restCfg, cfg.KueueNamespace); err != nil {
-			return fail(fmt.Errorf("reading the cluster state from %s: %w", restCfg.Host, err))
-		}
-	}
-	manifests, readErrs := Read(c.Files, stdin)
-	rep, err := Review(ctx, Options{
-		Config: cfg, ConfigFile: c.ConfigFile, PolicyDir: c.PolicyDir, State: state,
-		User:             authenticationv1.UserInfo{Username: c.As, Groups: c.AsGroups},
-		DefaultNamespace: c.DefaultNamespace, OwnNamespace: c.OwnNamespace,
-		Explain: c.Explain, Mutated: c.ShowMutations == ShowManifests, FailOnWarn: c.FailOnWarn,
-	}, manifests, readErrs)
+	o.Explain, o.Mutated, o.FailOnWarn = c.Explain, c.ShowMutations == ShowManifests, c.FailOnWarn
+	rep, err := Review(ctx, o, manifests, readErrs)
 	if err != nil {
 		return fail(err)
 	}
@@ -268,6 +225,73 @@ func (c *CLI) Run(ctx context.Context, fs *pflag.FlagSet, args []string, stdin i
 			plural(rep.Summary.InputErrors+rep.Summary.Errors, "input", "inputs"))
 	}
 	return ExitAllowed, nil
+}
+
+// prepare validates the flags, loads the configuration and the cluster state
+// (with its Workloads for a simulation) and reads the manifests.
+func (c *CLI) prepare(ctx context.Context, fs *pflag.FlagSet, args []string, stdin io.Reader, simulate bool) (
+	Options, []*Manifest, []*InputError, error) {
+	if err := c.validate(fs, args); err != nil {
+		return Options{}, nil, nil, err
+	}
+	cfg, policyDir, err := LoadConfig(c.ConfigFile, c.PolicyDir, c.policiesSet)
+	if err != nil {
+		return Options{}, nil, nil, err
+	}
+	c.PolicyDir = policyDir
+	var state *State
+	switch {
+	case c.ClusterState != "":
+		var errs []*InputError
+		state, errs = LoadStateFile(c.ClusterState, cfg.KueueNamespace)
+		if len(errs) > 0 {
+			var msgs []string
+			for _, e := range errs {
+				msgs = append(msgs, e.Error())
+			}
+			return Options{}, nil, nil, fmt.Errorf("cluster state:\n  %s", strings.Join(msgs, "\n  "))
+		}
+	case c.LiveCluster:
+		restCfg, err := c.liveConfig()
+		if err != nil {
+			return Options{}, nil, nil, err
+		}
+		if state, err = ListCluster(ctx, restCfg, cfg.KueueNamespace); err == nil && simulate {
+			err = ListWorkloads(ctx, restCfg, state)
+		}
+		if err != nil {
+			return Options{}, nil, nil, fmt.Errorf("reading the cluster state from %s: %w", restCfg.Host, err)
+		}
+	}
+	manifests, readErrs := Read(c.Files, stdin)
+	return Options{Config: cfg, ConfigFile: c.ConfigFile, PolicyDir: c.PolicyDir, State: state,
+		User:             authenticationv1.UserInfo{Username: c.As, Groups: c.AsGroups},
+		DefaultNamespace: c.DefaultNamespace, OwnNamespace: c.OwnNamespace}, manifests, readErrs, nil
+}
+
+// LoadConfig loads kueue-guard's configuration for a command run on a
+// laptop (review, simulate, audit, why): the file's, else the defaults. The
+// policy directory is policyDir when given on the command line
+// (policiesSet), else the one the file itself names, else none: loading
+// fills in the server's default, a path inside the webhook's pod.
+func LoadConfig(configFile, policyDir string, policiesSet bool) (*config.Configuration, string, error) {
+	if configFile == "" {
+		return config.Default(), policyDir, nil
+	}
+	cfg, err := config.Load(configFile)
+	if err != nil {
+		return nil, "", err
+	}
+	if !policiesSet {
+		named, err := NamedPolicyDirectory(configFile)
+		if err != nil {
+			return nil, "", err
+		}
+		if named {
+			policyDir = cfg.Policies.Directory
+		}
+	}
+	return cfg, policyDir, nil
 }
 
 // NamedPolicyDirectory reports whether the configuration file itself sets

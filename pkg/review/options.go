@@ -36,6 +36,9 @@ type Options struct {
 	OwnNamespace string
 	// Explain adds each workload's placement to the report.
 	Explain bool
+	// Simulate adds Kueue's verdict on each allowed workload (simulate): the
+	// State must be a cluster's, with its Workloads.
+	Simulate bool
 	// Mutated adds each object with its patch applied to the report.
 	Mutated bool
 	// FailOnWarn makes an object with warnings fail the review: result

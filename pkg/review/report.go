@@ -173,6 +173,8 @@ type Object struct {
 	Mutated map[string]any `json:"mutated,omitempty"`
 	// Placement is where the workload would land (--explain).
 	Placement *Placement `json:"placement,omitempty"`
+	// Simulation is Kueue's verdict on it (simulate).
+	Simulation *Simulation `json:"simulation,omitempty"`
 
 	manifest *Manifest
 }

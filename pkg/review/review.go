@@ -29,6 +29,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/schedsim"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -41,6 +42,7 @@ type reviewer struct {
 	policies map[string]*policies.Policy
 	user     authenticationv1.UserInfo
 	ns       string
+	sim      *schedsim.Simulator
 }
 
 // Review runs the pipeline on every manifest and returns the report. readErrs
@@ -266,6 +268,9 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 			choice = d.Defaulted
 		}
 		o.Placement = r.explain(ctx, final, in, req.Namespace, choice)
+	}
+	if r.opts.Simulate && catalog && !exempt && o.Status == StatusAllowed {
+		r.simulate(ctx, final, in, o)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,6 +56,10 @@ type State struct {
 
 	flavors         map[string]*kueue.ResourceFlavor
 	priorityClasses map[string]*kueue.WorkloadPriorityClass
+	// workloads and podPriorities are what simulate reads besides: Kueue's
+	// Workloads and the pods' PriorityClasses' values.
+	workloads     []kueue.Workload
+	podPriorities map[string]int32
 	// fromManifests records objects that joined the state from the reviewed
 	// manifests, keyed by kind/namespace/name.
 	fromManifests map[string]bool
@@ -65,7 +70,7 @@ func NewState(kueueNamespace string) *State {
 	snap, _ := cluster.NewSnapshot()
 	snap.SetKueueNamespace(kueueNamespace)
 	return &State{Snapshot: snap, Source: StateNone, flavors: map[string]*kueue.ResourceFlavor{},
-		priorityClasses: map[string]*kueue.WorkloadPriorityClass{}, fromManifests: map[string]bool{}}
+		priorityClasses: map[string]*kueue.WorkloadPriorityClass{}, fromManifests: map[string]bool{}, podPriorities: map[string]int32{}}
 }
 
 // Known reports whether the state is a cluster's (a file or a live listing): only
@@ -118,6 +123,9 @@ var stateKinds = func() map[schema.GroupKind]bool {
 	m[schema.GroupKind{Group: "", Kind: "ConfigMap"}] = true
 	m[schema.GroupKind{Group: "node.k8s.io", Kind: "RuntimeClass"}] = true
 	m[schema.GroupKind{Group: "apps", Kind: "Deployment"}] = true
+	// What simulate reads besides: Kueue's usage and queues, pods' priorities.
+	m[schema.GroupKind{Group: kueueGroup, Kind: "Workload"}] = true
+	m[schema.GroupKind{Group: schedulingv1.GroupName, Kind: "PriorityClass"}] = true
 	return m
 }()
 
@@ -137,6 +145,8 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 		return "", fmt.Errorf("a cluster state cannot hold %s", kindString(gvk))
 	}
 	switch gvk.Group {
+	case schedulingv1.GroupName:
+		return s.addPriorityClass(obj)
 	case "":
 		if gvk.Version != "v1" {
 			return "", fmt.Errorf("unsupported version %s of %s", gvk.GroupVersion(), gvk.Kind)
@@ -206,6 +216,11 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 		return "", fmt.Errorf("unsupported version %s of %s: use %s/v1beta2 or v1beta1", gvk.GroupVersion(), gvk.Kind, kueueGroup)
 	}
 	switch gvk.Kind {
+	case "Workload":
+		wl := &kueue.Workload{}
+		if note, err = convert(obj, wl); err == nil {
+			s.workloads = append(s.workloads, *wl)
+		}
 	case "LocalQueue":
 		lq := &kueue.LocalQueue{}
 		if note, err = convert(obj, lq); err == nil {
@@ -240,6 +255,13 @@ func (s *State) add(obj *unstructured.Unstructured) (note string, err error) {
 // by most of Kueue's documentation) with Kueue's own conversion functions.
 func (s *State) addKueueV1beta1(obj *unstructured.Unstructured) (note string, err error) {
 	switch obj.GetKind() {
+	case "Workload":
+		in, out := &kueuev1beta1.Workload{}, &kueue.Workload{}
+		if note, err = convert(obj, in); err == nil {
+			if err = kueuev1beta1.Convert_v1beta1_Workload_To_v1beta2_Workload(in, out, nil); err == nil {
+				s.workloads = append(s.workloads, *out)
+			}
+		}
 	case "LocalQueue":
 		in, out := &kueuev1beta1.LocalQueue{}, &kueue.LocalQueue{}
 		if note, err = convert(obj, in); err == nil {
