@@ -46,7 +46,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newServeCommand(), newReviewCommand(), newSimulateCommand(), newAuditCommand(), newPreflightCommand(), newKueueCommand(), newPolicyCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newReviewCommand(), newSimulateCommand(), newWhyCommand(), newAuditCommand(), newPreflightCommand(), newKueueCommand(), newPolicyCommand(), newVersionCommand())
 	return root
 }
 

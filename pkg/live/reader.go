@@ -224,6 +224,24 @@ func (r *Reader) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionResou
 	return schema.GroupVersionResource{}, fmt.Errorf("listing %s: %w", gvk.Kind+"."+gvString(gv), ErrNotServed)
 }
 
+// Get reads one object of gvk, with a listing's retries; one that does not
+// exist is an error apierrors.IsNotFound recognizes.
+func (r *Reader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	gvr, err := r.Resource(gvk)
+	if err != nil {
+		return nil, err
+	}
+	var u *unstructured.Unstructured
+	err = retrying(ctx, func() (err error) {
+		u, err = r.dyn.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s/%s: %w", gvk.Kind, namespace, name, err)
+	}
+	return u, nil
+}
+
 // FirstServed is the first of versions at which the cluster serves a group's
 // resource.
 func (r *Reader) FirstServed(group string, versions []string, resource string) (schema.GroupVersionResource, bool, error) {

@@ -9,6 +9,7 @@ package schedsim
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -53,8 +54,11 @@ type Cluster struct {
 }
 
 // Simulator holds the two views of Kueue's scheduler cache a verdict needs:
-// the cluster as it is, and its structure with nothing admitted.
+// the cluster as it is, and its structure with nothing admitted. It is safe
+// for concurrent use: simulations take turns, because Kueue's preemptor
+// edits the snapshot while it searches (and puts it back).
 type Simulator struct {
+	mu         sync.Mutex
 	c          Cluster
 	now, empty *schedcache.Snapshot
 	preemptor  *preemption.Preemptor
@@ -135,6 +139,8 @@ func queued(wl *kueue.Workload) bool {
 // a pending Workload of the cluster (by uid, it is not counted ahead of
 // itself). The Info's ClusterQueue is set from its LocalQueue.
 func (s *Simulator) Simulate(ctx context.Context, info *kueueworkload.Info) *Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	wl := info.Obj
 	r := &Result{LocalQueue: string(wl.Spec.QueueName)}
 	lq, ok := s.localQs[localQueueKey{wl.Namespace, string(wl.Spec.QueueName)}]

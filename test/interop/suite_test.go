@@ -82,7 +82,10 @@ var _ = BeforeSuite(func() {
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 	_, err = env.StartKueue(ctx, testenv.KueueOptions{Frameworks: frameworks, ClusterAdmin: true,
 		// Kueue v0.17 ships the SparkApplication integration as alpha.
-		FeatureGates: map[string]bool{"SparkApplicationIntegration": true}})
+		FeatureGates: map[string]bool{"SparkApplicationIntegration": true,
+			// Kueue then gives a pending Workload its granular reason (WaitingForQuota,
+			// ExceedsMaxQuota, NoMatchingFlavor), which the simulation specs compare.
+			"UnadmittedWorkloadsObservability": true}})
 	Expect(env.KeepLogsOn(err)).NotTo(HaveOccurred())
 
 	c, err := cache.New(env.Config, cache.Options{Scheme: admin.Scheme()})
