@@ -88,11 +88,37 @@ func buildBodies(ctx context.Context, pipeline *admission.Pipeline, ref *referee
 			}
 		}
 	}
+	dry, err := dryRunBody(ctx, pipeline, ref)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, dry)
 	check, err := violatingBody(ctx, pipeline, ref)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, check), nil
+}
+
+// dryRunBody is the queued Job CREATE as `kubectl apply --dry-run=server`
+// sends it: the validating webhook adds the simulate warning to it
+// (simulation.warn: dryRun), whose cost this body measures beside the same
+// CREATE without it; the bodies table shows its warning.
+func dryRunBody(ctx context.Context, p *admission.Pipeline, ref *referee) (*body, error) {
+	queued, err := defaulted(ctx, p, workloadObject("Job"), ref.view)
+	if err != nil {
+		return nil, fmt.Errorf("defaulting the dry-run Job: %w", err)
+	}
+	ar := admissionReview("Job", admissionv1.Create, queued, nil)
+	ar.Request.DryRun = new(true)
+	b := &body{Name: "Job CREATE +queue, dry run", Kind: "Job", Op: admissionv1.Create, Queued: true}
+	if b.Review, err = json.Marshal(ar); err != nil {
+		return nil, err
+	}
+	if b.Input, b.want, err = ref.decide(ctx, ar); err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name, err)
+	}
+	return b, nil
 }
 
 // violatingBody is a queued Job CREATE that breaks the shipped policies: more

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,7 +52,7 @@ func CachedTypes() []client.Object {
 // without them.
 func requiredTypes() []client.Object {
 	return []client.Object{&corev1.Namespace{}, &corev1.ConfigMap{}, newDeployment(),
-		&corev1.LimitRange{}, &nodev1.RuntimeClass{},
+		&corev1.LimitRange{}, &nodev1.RuntimeClass{}, &schedulingv1.PriorityClass{},
 		// Not read by the pipeline: the server's webhook order check watches them.
 		&admissionregistrationv1.MutatingWebhookConfiguration{}}
 }
@@ -64,6 +66,8 @@ func optionalTypes() []typedKind {
 		{kueue.SchemeGroupVersion.WithKind("ClusterQueue"), &kueue.ClusterQueue{}},
 		{kueue.SchemeGroupVersion.WithKind("ResourceFlavor"), &kueue.ResourceFlavor{}},
 		{kueue.SchemeGroupVersion.WithKind("Cohort"), &kueue.Cohort{}},
+		{workloadGVK, &kueue.Workload{}},
+		{workloadPriorityClassGVK, &kueue.WorkloadPriorityClass{}},
 	}
 	for _, in := range integrations.ScaleJudged() {
 		if in.GVK != deploymentGVK {
@@ -121,6 +125,9 @@ type InformerView struct {
 	// only when it moved.
 	generation atomic.Int64
 	capacity   atomic.Pointer[computedCapacity]
+	// schedGeneration counts changes to what Kueue's scheduler reads
+	// (SchedulingGeneration).
+	schedGeneration atomic.Int64
 	// defaults are the namespaces with Kueue's default LocalQueue, kept
 	// while Kueue's API is away.
 	defaults defaultQueues
@@ -173,23 +180,34 @@ func NewInformerView(ctx context.Context, c cache.Cache, live client.Reader, kue
 	if err := watchClaimTemplates(ctx, c); err != nil {
 		return nil, err
 	}
+	if err := v.watchPriorityClasses(ctx); err != nil {
+		return nil, err
+	}
 	for _, t := range optionalTypes() {
 		gvk := t.gvk
 		k := &optionalKind{gvk: gvk, new: newObjectLike(t.obj)}
+		var handlers []toolscache.ResourceEventHandler
 		if capacityInput[gvk] {
-			k.onStart = func(inf toolscache.SharedIndexInformer) error {
-				_, err := inf.AddEventHandler(bump)
-				return err
-			}
+			handlers = append(handlers, bump)
 		}
-		if gvk == kueue.SchemeGroupVersion.WithKind("LocalQueue") {
-			k.onStart = func(inf toolscache.SharedIndexInformer) error {
+		if schedulingInput[gvk] {
+			handlers = append(handlers, v.schedulingBump())
+		}
+		isLocalQueue := gvk == kueue.SchemeGroupVersion.WithKind("LocalQueue")
+		k.onStart = func(inf toolscache.SharedIndexInformer) error {
+			hs := handlers
+			if isLocalQueue {
 				v.defaults.reset()
-				_, err := inf.AddEventHandler(v.defaults.handler(v.crdLeaving))
-				return err
+				hs = append(slices.Clip(hs), v.defaults.handler(v.crdLeaving))
 			}
+			for _, h := range hs {
+				if _, err := inf.AddEventHandler(h); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		if gvk.Group == kueue.SchemeGroupVersion.Group {
+		if gvk.Group == kueue.SchemeGroupVersion.Group && !schedulingOnly(gvk) {
 			v.kueue = append(v.kueue, k)
 		}
 		if err := v.optional.register(ctx, k); err != nil {

@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
@@ -168,6 +169,12 @@ func CacheOptions(scheme *runtime.Scheme, kueueNamespace string) cache.Options {
 			if dc, ok := obj.(*resourcev1.DeviceClass); ok {
 				dc.ManagedFields = nil
 				return dc, nil
+			}
+			if wl, ok := obj.(*kueue.Workload); ok {
+				// Kueue's scheduler reads the spec and status; a busy
+				// Workload's managedFields are as large.
+				wl.ManagedFields = nil
+				return wl, nil
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				if t, ok := scaled[u.GroupVersionKind()]; ok {

@@ -96,6 +96,13 @@ type View interface {
 	// DeviceClasses lists the cluster's DeviceClasses: Kueue charges an
 	// extended resource one backs (spec.extendedResourceName) as a DRA device.
 	DeviceClasses() []resourcev1.DeviceClass
+	// SchedulingGeneration moves whenever what Kueue's scheduler reads
+	// changes (SchedulingState), so that a simulation rebuilds its view only
+	// then; known is false while it cannot be read.
+	SchedulingGeneration() (generation int64, known bool)
+	// SchedulingState lists what Kueue's scheduler reads: its objects, its
+	// Workloads and the priority classes.
+	SchedulingState() (*SchedulingState, error)
 }
 
 // ControllerRef identifies a running Kueue controller manager by its top-level

@@ -48,6 +48,8 @@ policies:
   onError: allow
 trust:
   controllers: ["system:kube-controller-manager", "system:serviceaccount:operators:*", "group:system:controllers"]
+simulation:
+  warn: create
 `
 
 // defaulted is the configuration every empty field must end up as.
@@ -57,6 +59,7 @@ func defaulted() *config.Configuration {
 		InstallProfile: config.ProfileManaged,
 		KueueNamespace: "kueue-system",
 		KueueAbsent:    config.KueueAbsentSuspend,
+		Simulation:     config.Simulation{Warn: config.SimulationWarnDryRun},
 		Defaulting: config.Defaulting{MissingLocalQueue: config.MissingLocalQueueWarn, Backstop: config.BackstopDeny,
 			Unqueued: config.Unqueued{Action: config.UnqueuedAllow}},
 		Integrations: config.Integrations{Action: config.IntegrationActionDeny},
@@ -149,6 +152,7 @@ var _ = Describe("Decode", func() {
 			InstallProfile:   config.ProfileOSS,
 			KueueNamespace:   "kueue-system",
 			KueueAbsent:      config.KueueAbsentDeny,
+			Simulation:       config.Simulation{Warn: config.SimulationWarnCreate},
 			ExemptNamespaces: []string{"monitoring", "istio-system"},
 			Defaulting: config.Defaulting{
 				MissingLocalQueue: config.MissingLocalQueueDeny,
@@ -229,6 +233,8 @@ var _ = Describe("Validate", func() {
 		Entry("valid", func(*config.Configuration) {}, []string{}, ""),
 		Entry("bad kueueAbsent", func(c *config.Configuration) { c.KueueAbsent = "wait" }, []string{"kueueAbsent: Unsupported value"},
 			`supported values: "suspend", "deny", "allow"`),
+		Entry("bad simulation.warn", func(c *config.Configuration) { c.Simulation.Warn = "always" }, []string{"simulation.warn: Unsupported value"},
+			`supported values: "dryRun", "create", "never"`),
 		Entry("bad apiVersion", func(c *config.Configuration) { c.APIVersion = "v1" },
 			[]string{"apiVersion: Unsupported value"}, `supported values: "config.kueue-guard.io/v1alpha1"`),
 		Entry("bad kind", func(c *config.Configuration) { c.Kind = "Config" },

@@ -30,6 +30,9 @@ func (c *Configuration) SetDefaults() {
 	if c.KueueAbsent == "" {
 		c.KueueAbsent = KueueAbsentSuspend
 	}
+	if c.Simulation.Warn == "" {
+		c.Simulation.Warn = SimulationWarnDryRun
+	}
 	if c.Defaulting.MissingLocalQueue == "" {
 		c.Defaulting.MissingLocalQueue = MissingLocalQueueWarn
 	}

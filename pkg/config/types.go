@@ -112,7 +112,29 @@ type Configuration struct {
 	// mutating webhooks are not registered, or its CRDs are not served): without Kueue's webhook
 	// nothing suspends it, and it would run outside quota. Default suspend.
 	KueueAbsent KueueAbsentAction `json:"kueueAbsent,omitempty"`
+	// Simulation configures the admission warning with Kueue's verdict on a new queued
+	// workload (what `kueue-guard simulate` says of it), computed from the informer cache.
+	Simulation Simulation `json:"simulation,omitempty"`
 }
+
+// Simulation configures the simulate warning.
+type Simulation struct {
+	// Warn is which creates of a queued workload get the warning: dryRun (kubectl apply
+	// --dry-run=server and other dry runs, the default), create (every create), never.
+	Warn SimulationWarn `json:"warn,omitempty"`
+}
+
+// SimulationWarn is which creates get the simulate warning.
+type SimulationWarn string
+
+const (
+	// SimulationWarnDryRun warns on dry-run creates only.
+	SimulationWarnDryRun SimulationWarn = "dryRun"
+	// SimulationWarnCreate warns on every create of a queued workload.
+	SimulationWarnCreate SimulationWarn = "create"
+	// SimulationWarnNever never warns.
+	SimulationWarnNever SimulationWarn = "never"
+)
 
 // KueueAbsentAction is what kueue-guard does with a new queued workload while Kueue is not
 // serving.

@@ -58,6 +58,12 @@ func (c *Configuration) Validate() field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("kueueAbsent"), c.KueueAbsent,
 			[]KueueAbsentAction{KueueAbsentSuspend, KueueAbsentDeny, KueueAbsentAllow}))
 	}
+	switch c.Simulation.Warn {
+	case SimulationWarnDryRun, SimulationWarnCreate, SimulationWarnNever:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("simulation", "warn"), c.Simulation.Warn,
+			[]SimulationWarn{SimulationWarnDryRun, SimulationWarnCreate, SimulationWarnNever}))
+	}
 	errs = append(errs, validateNamespaceName(kueueNamespacePath, c.KueueNamespace)...)
 	errs = append(errs, validateExemptNamespaces(c.ExemptNamespaces)...)
 	errs = append(errs, validateDefaulting(&c.Defaulting)...)

@@ -39,7 +39,7 @@ func oneJob(name string) string {
 	GinkgoHelper()
 	data, err := os.ReadFile(simJobs)
 	Expect(err).NotTo(HaveOccurred())
-	for _, doc := range strings.Split(string(data), "\n---\n") {
+	for doc := range strings.SplitSeq(string(data), "\n---\n") {
 		if strings.Contains(doc, "name: "+name+"\n") {
 			path := filepath.Join(GinkgoT().TempDir(), name+".yaml")
 			Expect(os.WriteFile(path, []byte(doc), 0o600)).To(Succeed())

@@ -54,7 +54,7 @@ func (s *Simulator) SimulateObject(ctx context.Context, obj *unstructured.Unstru
 		return nil, nil, err
 	}
 	v, err := p.Resolve(unit.Priority)
-	if err != nil {
+	if err != nil { //nolint:nilerr // a missing class is Kueue's verdict, not a failure to simulate
 		return &Result{Verdict: Never, Reason: kueue.WorkloadQuotaReservedReasonMisconfigured, Message: err.Error(),
 			LocalQueue: string(unit.Info.Obj.Spec.QueueName)}, unit, nil
 	}

@@ -93,6 +93,9 @@ func (s *Simulator) ahead(info *kueueworkload.Info, cq *kueue.ClusterQueue) *Ahe
 		if !ok || string(lq.Spec.ClusterQueue) != cq.Name || (info.Obj.UID != "" && p.Obj.UID == info.Obj.UID) {
 			continue
 		}
+		if lq.Spec.StopPolicy != nil && *lq.Spec.StopPolicy != kueue.None {
+			continue // Kueue queues nothing of a held LocalQueue
+		}
 		if theirs := utilpriority.EffectivePriority(log, p.Obj); theirs != mine {
 			if theirs < mine {
 				continue

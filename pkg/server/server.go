@@ -34,6 +34,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	kgmetrics "github.com/kueue-guard/kueue-guard/pkg/metrics"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/pkg/simwarn"
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
 )
 
@@ -264,7 +265,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := mgr.Add(engine); err != nil {
 		return nil, err
 	}
-	pipeline, err := guard.Build(o.Config, o.Namespace, policies.NewStep(engine))
+	pipeline, err := guard.Build(o.Config, o.Namespace, policies.NewStep(engine), simwarn.NewStep(o.Config))
 	if err != nil {
 		return nil, err
 	}

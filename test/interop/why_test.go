@@ -125,6 +125,20 @@ var _ = Describe("why, on the real Kueue", Ordered, func() {
 		Expect(why(ns + "/job/busy").Answers[0].Cause).To(Equal(audit.CauseAdmitted))
 	})
 
+	It("says it in text, cause first", func() {
+		c := &audit.WhyCLI{}
+		fs := pflag.NewFlagSet("why", pflag.ContinueOnError)
+		c.AddFlags(fs)
+		Expect(fs.Parse([]string{"--kubeconfig", env.KubeconfigPath, ns + "/job/short"})).To(Succeed())
+		var out, errOut bytes.Buffer
+		code, err := c.Run(ctx, fs, fs.Args(), &out, &errOut)
+		Expect(err).NotTo(HaveOccurred(), errOut.String())
+		Expect(code).To(Equal(0))
+		Expect(out.String()).To(HavePrefix("Job why/short: quota — ClusterQueue why-cq lacks quota now: cpu of flavor why-flavor: needs 2, 1 available"))
+		Expect(out.String()).To(ContainSubstring("QuotaReserved=False WaitingForQuota: couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor why-flavor, 1 more needed"))
+		AddReportEntry("why, in text", out.String(), ReportEntryVisibilityAlways)
+	})
+
 	It("refuses a workload that does not exist, or a kind Kueue does not admit", func() {
 		for _, target := range []string{ns + "/job/nope", ns + "/configmap/x", "just-a-name"} {
 			c := &audit.WhyCLI{}
