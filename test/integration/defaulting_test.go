@@ -81,7 +81,7 @@ var _ = Describe("queue-name defaulting through the API server", func() {
 			Expect(json.Unmarshal([]byte(stdout), &out.Object)).To(Succeed())
 			Expect(queueOf(out)).To(Equal("team-queue"))
 			// Only the simulate warning a dry run gets (simulation.warn: dryRun).
-			for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			for l := range strings.SplitSeq(strings.TrimSpace(stderr), "\n") {
 				Expect(l).To(Or(BeEmpty(), ContainSubstring(simwarn.Prefix)))
 			}
 		}, allKinds)

@@ -46,7 +46,7 @@ var _ = Describe("kubectl apply --dry-run=server with the simulate warning", Ord
 	}
 	simulateWarnings := func(stderr string) []string {
 		var out []string
-		for _, l := range strings.Split(stderr, "\n") {
+		for l := range strings.SplitSeq(stderr, "\n") {
 			if strings.Contains(l, simwarn.Prefix) {
 				out = append(out, l)
 			}
