@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
@@ -226,20 +225,16 @@ func (s *QueueChecks) Validate(_ context.Context, req *Request, t Target, view c
 		}
 		return nil
 	}
-	if held(lq.Spec.StopPolicy) {
+	if cluster.OnHold(lq.Spec.StopPolicy) {
 		d.Warn(RuleQueueOnHold, field, fmt.Sprintf("LocalQueue %q is on hold (stopPolicy %s): nothing is admitted until it resumes",
 			queue, *lq.Spec.StopPolicy))
 		return nil
 	}
-	if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok && held(cq.Spec.StopPolicy) {
+	if cq, ok := view.ClusterQueue(string(lq.Spec.ClusterQueue)); ok && cluster.OnHold(cq.Spec.StopPolicy) {
 		d.Warn(RuleQueueOnHold, field, fmt.Sprintf("ClusterQueue %q is on hold (stopPolicy %s): nothing is admitted until it resumes",
 			cq.Name, *cq.Spec.StopPolicy))
 	}
 	return nil
-}
-
-func held(p *kueue.StopPolicy) bool {
-	return p != nil && (*p == kueue.Hold || *p == kueue.HoldAndDrain)
 }
 
 func defaultedByUs(req *Request, in *integrations.Integration) bool {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
 	workloadfinish "sigs.k8s.io/kueue/pkg/workload/finish"
@@ -121,7 +122,7 @@ func answer(ctx context.Context, u *unstructured.Unstructured, o *review.Object,
 		}
 		return a
 	}
-	a.Workload = &WorkloadAccount{Name: wl.Name, QueueName: string(wl.Spec.QueueName), Priority: ptrValue(wl.Spec.Priority),
+	a.Workload = &WorkloadAccount{Name: wl.Name, QueueName: string(wl.Spec.QueueName), Priority: ptr.Deref(wl.Spec.Priority, 0),
 		Conditions: wl.Status.Conditions, Admission: wl.Status.Admission}
 	switch {
 	case workloadfinish.IsFinished(wl):
@@ -210,11 +211,4 @@ func clusterQueueAccount(state *review.State, name string) *ClusterQueueAccount 
 		a.Active, a.Message = c.Status == metav1.ConditionTrue, c.Message
 	}
 	return a
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

@@ -12,6 +12,16 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 )
 
+// OnHold reports a LocalQueue's or ClusterQueue's stopPolicy that holds it
+// (Hold, HoldAndDrain): Kueue admits nothing from it until it resumes.
+func OnHold(p *kueue.StopPolicy) bool {
+	return p != nil && (*p == kueue.Hold || *p == kueue.HoldAndDrain)
+}
+
+// PodDefaultPriority keys the globalDefault PriorityClass's value among the
+// pods' priorities (SchedulingState.PodPriorities).
+const PodDefaultPriority = ""
+
 // SchedulingState is what Kueue's scheduler reads, for a simulation: the
 // Kueue objects, its Workloads and the values of the priority classes
 // (PodPriorities keys the globalDefault PriorityClass's value by "").
@@ -69,8 +79,9 @@ func (v *InformerView) SchedulingGeneration() (int64, bool) {
 	return v.schedGeneration.Load(), known
 }
 
-// SchedulingState implements View: one listing of the cache (objects shared:
-// not to be modified).
+// SchedulingState implements View: one listing of the cache, copied (Kueue's
+// scheduler cache keeps the Workloads it is given; it runs at most once a
+// second, see simwarn).
 func (v *InformerView) SchedulingState() (*SchedulingState, error) {
 	ctx := context.Background()
 	var (
@@ -83,7 +94,7 @@ func (v *InformerView) SchedulingState() (*SchedulingState, error) {
 		pcs     schedulingv1.PriorityClassList
 	)
 	for _, l := range []client.ObjectList{&rfs, &cohorts, &cqs, &lqs, &wls, &wpcs, &pcs} {
-		if err := v.cache.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+		if err := v.cache.List(ctx, l); err != nil {
 			return nil, err
 		}
 	}
@@ -95,7 +106,7 @@ func (v *InformerView) SchedulingState() (*SchedulingState, error) {
 	for _, pc := range pcs.Items {
 		s.PodPriorities[pc.Name] = pc.Value
 		if pc.GlobalDefault {
-			s.PodPriorities[""] = pc.Value
+			s.PodPriorities[PodDefaultPriority] = pc.Value
 		}
 	}
 	return s, nil

@@ -227,7 +227,7 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 		p.Verdict, p.Reason = r.missing(fmt.Sprintf("LocalQueue %q in namespace %q", queue, ns))
 		return p
 	}
-	if lq.Spec.StopPolicy != nil && *lq.Spec.StopPolicy != kueue.None {
+	if cluster.OnHold(lq.Spec.StopPolicy) {
 		p.LocalQueue.StopPolicy = string(*lq.Spec.StopPolicy)
 	}
 	cqName := string(lq.Spec.ClusterQueue)
@@ -238,7 +238,7 @@ func (r *reviewer) explain(ctx context.Context, obj *unstructured.Unstructured, 
 		return p
 	}
 	p.ClusterQueue.Cohort = string(cq.Spec.CohortName)
-	if cq.Spec.StopPolicy != nil && *cq.Spec.StopPolicy != kueue.None {
+	if cluster.OnHold(cq.Spec.StopPolicy) {
 		p.ClusterQueue.StopPolicy = string(*cq.Spec.StopPolicy)
 	}
 	if sumErr != nil {

@@ -8,6 +8,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -138,12 +139,5 @@ func (r *reviewer) simulate(ctx context.Context, final *unstructured.Unstructure
 		o.Status, o.Reason = StatusError, err.Error()
 		return
 	}
-	o.Simulation = &Simulation{Result: *res, Of: unit.Of, Priority: ptrValue(unit.Info.Obj.Spec.Priority), PriorityClass: unit.Priority.Class}
-}
-
-func ptrValue(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
+	o.Simulation = &Simulation{Result: *res, Of: unit.Of, Priority: ptr.Deref(unit.Info.Obj.Spec.Priority, 0), PriorityClass: unit.Priority.Class}
 }

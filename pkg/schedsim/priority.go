@@ -7,12 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 // PodDefaultPriority keys the globalDefault PriorityClass's value in
 // Priorities.Pod.
-const PodDefaultPriority = ""
+const PodDefaultPriority = cluster.PodDefaultPriority
 
 // Priorities are the values of the cluster's priority classes: Kueue's
 // WorkloadPriorityClasses and the pods' PriorityClasses.

@@ -7,6 +7,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	utilpriority "sigs.k8s.io/kueue/pkg/util/priority"
 	kueueworkload "sigs.k8s.io/kueue/pkg/workload"
+
+	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 )
 
 // Result is Kueue's verdict on one workload, in Kueue's words where Kueue
@@ -93,7 +95,7 @@ func (s *Simulator) ahead(info *kueueworkload.Info, cq *kueue.ClusterQueue) *Ahe
 		if !ok || string(lq.Spec.ClusterQueue) != cq.Name || (info.Obj.UID != "" && p.Obj.UID == info.Obj.UID) {
 			continue
 		}
-		if lq.Spec.StopPolicy != nil && *lq.Spec.StopPolicy != kueue.None {
+		if cluster.OnHold(lq.Spec.StopPolicy) {
 			continue // Kueue queues nothing of a held LocalQueue
 		}
 		if theirs := utilpriority.EffectivePriority(log, p.Obj); theirs != mine {

@@ -148,7 +148,7 @@ func (s *Simulator) Simulate(ctx context.Context, info *kueueworkload.Info) *Res
 		return r.never(kueue.WorkloadQuotaReservedReasonMisconfigured, fmt.Sprintf("LocalQueue %s doesn't exist", wl.Spec.QueueName))
 	}
 	r.ClusterQueue = string(lq.Spec.ClusterQueue)
-	if lq.Spec.StopPolicy != nil && *lq.Spec.StopPolicy != kueue.None {
+	if cluster.OnHold(lq.Spec.StopPolicy) {
 		// Kueue queues nothing of a held LocalQueue until an admin releases it.
 		return r.wait(kueue.WorkloadQuotaReservedReasonSuspended, fmt.Sprintf("LocalQueue %s is on hold (stopPolicy %s)", lq.Name, *lq.Spec.StopPolicy))
 	}
@@ -157,7 +157,7 @@ func (s *Simulator) Simulate(ctx context.Context, info *kueueworkload.Info) *Res
 	if !ok {
 		return r.never(kueue.WorkloadQuotaReservedReasonMisconfigured, fmt.Sprintf("ClusterQueue %s not found", r.ClusterQueue))
 	}
-	if s.now.InactiveClusterQueueSets.Has(info.ClusterQueue) || stopped(cq) {
+	if s.now.InactiveClusterQueueSets.Has(info.ClusterQueue) || cluster.OnHold(cq.Spec.StopPolicy) {
 		// An inactive queue (a flavor or admission check missing, held by
 		// its stopPolicy) admits nothing until an admin mends it.
 		return r.wait(kueue.WorkloadQuotaReservedReasonSuspended, fmt.Sprintf("ClusterQueue %s is inactive", r.ClusterQueue))
@@ -183,11 +183,6 @@ func (s *Simulator) SimulateWorkload(ctx context.Context, wl *kueue.Workload) *R
 	return s.Simulate(ctx, kueueworkload.NewInfo(wl.DeepCopy(),
 		kueueworkload.WithExcludedResourcePrefixes(s.c.Kueue.Resources.ExcludeResourcePrefixes),
 		kueueworkload.WithResourceTransformations(s.c.Kueue.Resources.Transformations)))
-}
-
-// stopped reports a ClusterQueue held or drained by its stopPolicy.
-func stopped(cq *kueue.ClusterQueue) bool {
-	return cq.Spec.StopPolicy != nil && *cq.Spec.StopPolicy != kueue.None
 }
 
 // inadmissibleNamespace is Kueue's namespace check (workload.ValidateAdmissibility)
