@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -83,11 +85,24 @@ var _ = Describe("kubectl apply --dry-run=server with the simulate warning", Ord
 			"Warning: " + simwarn.Prefix + "would wait: ClusterQueue sim-cq has 1 of the 2 cpu of flavor sim-flavor it needs"))
 	})
 
-	It("makes no API call for it, and warns nothing on a real create (simulation.warn: dryRun)", func() {
+	It("makes no API call for it, under a tenant's burst of dry runs, and warns nothing on a real create (simulation.warn: dryRun)", func() {
 		before := serverRequests.snapshot()
-		for range 5 {
-			Expect(simulateWarnings(dryRun("fits", "1"))).To(HaveLen(1))
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				Expect(simulateWarnings(dryRun(fmt.Sprintf("burst-%d", i), "1"))).To(HaveLen(1))
+			})
 		}
+		wg.Wait()
+		// A priority class that does not exist: Kueue would make no Workload of it.
+		manifest, err := yaml.Marshal(fixtures.Job(ns, "no-class").Queue("sim").Requests("cpu", "1").
+			Label("kueue.x-k8s.io/priority-class", "made-up").Obj().Object)
+		Expect(err).NotTo(HaveOccurred())
+		_, stderr, err := env.Kubectl(manifest, "apply", "--dry-run=server", "-f", "-")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(simulateWarnings(stderr)).To(ConsistOf(ContainSubstring(
+			`Kueue would never admit it: Misconfigured: WorkloadPriorityClass "made-up" does not exist`)))
 		Expect(serverRequests.snapshot()[len(before):]).To(BeEmpty(), "the server called the API server while simulating")
 		c, warnings := clientWithWarnings()
 		Expect(c.Create(ctx, fixtures.Job(ns, "real").Queue("sim").Requests("cpu", "1").Obj())).To(Succeed())
