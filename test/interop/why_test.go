@@ -3,6 +3,7 @@ package interop
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,15 @@ var _ = Describe("why, on the real Kueue", Ordered, func() {
 			g.Expect(o[ns+"/busy"].admitted && o[ns+"/busy2"].admitted).To(BeTrue())
 		}, "30s", "200ms").Should(Succeed())
 		Expect(admin.Create(ctx, simJob(ns, "head", "strict", "", 1, 4, "", false))).To(Succeed())
-		Eventually(func(g Gomega) { g.Expect(kueueOutcomes(g, ns)).To(HaveKey(ns + "/head")) }, "30s", "200ms").Should(Succeed())
+		var headCreated time.Time
+		Eventually(func(g Gomega) {
+			o := kueueOutcomes(g, ns)
+			g.Expect(o).To(HaveKey(ns + "/head"))
+			headCreated = o[ns+"/head"].wl.CreationTimestamp.Time
+		}, "30s", "200ms").Should(Succeed())
+		// Creation times have one-second resolution and Kueue breaks a tie by
+		// uid, so small must be created in a later second to queue behind head.
+		Eventually(func() bool { return time.Now().After(headCreated.Add(time.Second)) }, "5s", "50ms").Should(BeTrue())
 		for _, j := range []struct {
 			name, queue string
 			cpu         int
