@@ -111,10 +111,26 @@ func discover(dir string, c *compiled) ([]*Policy, error) {
 			if p.Severity == "" {
 				p.Severity = DefaultSeverity
 			}
+			p.denyDirect = p.HasDeny && multiValueOnly(c.compiler, p.path, denyRule)
+			p.warnDirect = p.HasWarn && multiValueOnly(c.compiler, p.path, warnRule)
 			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// multiValueOnly reports whether every rule defining the policy's rule is a
+// plain "rule contains x if ...": the rule is then a set that is defined (empty)
+// whatever the input, and the query can read it directly instead of through a
+// set comprehension, which costs an evaluation step per element.
+func multiValueOnly(c *ast.Compiler, path ast.Ref, rule string) bool {
+	rules := c.GetRulesWithPrefix(path.Append(ast.StringTerm(rule)))
+	for _, r := range rules {
+		if r.Default || len(r.Head.Ref()) != 1 || r.Head.RuleKind() != ast.MultiValue {
+			return false
+		}
+	}
+	return len(rules) > 0
 }
 
 // policyRuleName reports whether a rule defines deny or warn at the top of its

@@ -72,6 +72,26 @@ var _ = Describe("Evaluating", func() {
 		Expect(histogramCount(reg, "kueue_guard_policy_evaluation_duration_seconds")).To(Equal(uint64(1)))
 	})
 
+	// The query reads a rule defined only by "contains" rules directly, and any
+	// other rule through a comprehension: both must report the same findings,
+	// and a rule that is undefined for the input is no finding, not a failure.
+	It("reads every form of deny and warn: multi-value, complete, undefined, split across files", func() {
+		writeFiles(dir, map[string]string{
+			"multi.rego":     policy("t.multi", "", `deny contains "multi" if true`+"\n"+`deny contains "never" if false`),
+			"empty.rego":     policy("t.empty", "", `deny contains "never" if false`+"\n"+`warn contains "never" if false`),
+			"complete.rego":  policy("t.complete", "", `deny := {"complete"} if true`+"\n"+`warn := {"complete warning"}`),
+			"undefined.rego": policy("t.undefined", "", `deny := {"never"} if false`),
+			"default.rego":   policy("t.default", "", "default deny := set()\n"+`deny := {"defaulted"} if false`),
+			"split_a.rego":   policy("t.split", "", `deny contains "from a" if true`),
+			"split_b.rego":   "package t.split\n\n" + `deny contains "from b" if true`,
+		})
+		e, _ := newEngine(dir)
+		Expect(e.Load()).To(Succeed())
+		d := validate(e, createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())
+		Expect(rules(d)).To(ConsistOf("t.multi/deny", "t.complete/deny", "t.complete/warn", "t.split/deny", "t.split/deny"))
+		Expect(d.Warnings).To(ConsistOf("[t.complete] complete warning"))
+	})
+
 	It("lets dry-run policies never change the answer", func() {
 		writeFiles(dir, map[string]string{"dryrun.rego": policy("t.dry", "dryrun", `deny contains "dry" if true`)})
 		d := validate(loadedEngine(dir), createRequest(fixtures.Job("ml", "j").Queue("lq").Obj()), snapshot())

@@ -46,4 +46,7 @@ type Policy struct {
 	Match *Match
 
 	path ast.Ref
+	// denyDirect and warnDirect: the rule is defined only by multi-value
+	// rules (see multiValueOnly), so the query reads it without a comprehension.
+	denyDirect, warnDirect bool
 }

@@ -71,17 +71,21 @@ type lazyQuery struct {
 // resultVar is the query variable holding [[deny, warn], ...], one pair per policy.
 const resultVar = "result"
 
-// ruleSet is the query expression for one rule's results: a set comprehension, so
+// ruleSet is the query expression for one rule's results: the rule itself when
+// only multi-value rules define it (always a set), else a set comprehension, so
 // that a package without the rule, or whose rule is undefined, yields an empty set.
-func ruleSet(p *Policy, rule string, has bool) string {
-	if !has {
+func ruleSet(p *Policy, rule string, has, direct bool) string {
+	switch {
+	case !has:
 		return "set()"
+	case direct:
+		return p.path.String() + "." + rule
 	}
 	return "{x | x := " + p.path.String() + "." + rule + "[_]}"
 }
 
 func pairQuery(p *Policy) string {
-	return "[" + ruleSet(p, denyRule, p.HasDeny) + ", " + ruleSet(p, warnRule, p.HasWarn) + "]"
+	return "[" + ruleSet(p, denyRule, p.HasDeny, p.denyDirect) + ", " + ruleSet(p, warnRule, p.HasWarn, p.warnDirect) + "]"
 }
 
 func queryFor(policies []*Policy) string {
