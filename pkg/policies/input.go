@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -206,8 +205,6 @@ func boolTerm(b bool) *ast.Term {
 	return falseTerm
 }
 
-func str(s string) *ast.Term { return ast.StringTerm(s) }
-
 // intTerm is a count; small ones are OPA's interned terms.
 func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.InternedTerm(int(v)) }
 
@@ -218,10 +215,6 @@ func objectValue(u *unstructured.Unstructured, p *InputPaths) (ast.Value, error)
 		return ast.NullValue, nil
 	}
 	return projectValue(u.Object, p)
-}
-
-func gvkTerm(gvk schema.GroupVersionKind) *ast.Term {
-	return ast.ObjectTerm(item("group", str(gvk.Group)), item("version", str(gvk.Version)), item("kind", str(gvk.Kind)))
 }
 
 func requestTerm(req *admission.Request, trusted bool) *ast.Term {
@@ -400,7 +393,7 @@ func pathsTerm(paths [][]any) *ast.Term {
 		elems := make([]*ast.Term, len(p))
 		for j, e := range p {
 			if n, ok := e.(int); ok {
-				elems[j] = ast.IntNumberTerm(n)
+				elems[j] = ast.InternedTerm(n)
 			} else {
 				elems[j] = str(e.(string))
 			}
