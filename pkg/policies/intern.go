@@ -5,39 +5,40 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	jobsetapi "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
-// The input's fixed vocabulary — the catalog's kinds, frameworks, operations,
-// common resource names, the field names of pod-spec paths — is interned in
-// OPA's table once, at start (OPA allows it only then), so that str shares one
-// term for each instead of allocating it per request: about 40 allocations of
-// a Job's input. Strings a requester writes are never interned: the table is
+// The input's fixed vocabulary — the catalog's kinds, frameworks and template
+// paths, operations, Kubernetes' resource names, the objects' field names — is
+// interned in OPA's table once, at start (OPA allows it only then), so that str
+// shares one term for each instead of allocating it per request: about 60
+// allocations of a Job's input. Strings a requester writes are never interned: the table is
 // not bounded.
 func init() {
 	words := []string{
-		"CREATE", "UPDATE", "DELETE", "CONNECT",
+		string(admissionv1.Create), string(admissionv1.Update), string(admissionv1.Delete), string(admissionv1.Connect),
 		string(workload.UnitWorkload), string(workload.UnitPod), string(workload.UnitGroup),
-		workload.PrioritySourceWorkload, workload.PrioritySourcePod,
+		workload.PrioritySourceWorkload, workload.PrioritySourcePod, string(kueue.DefaultPodSetName),
 		string(corev1.ResourceCPU), string(corev1.ResourceMemory), string(corev1.ResourceEphemeralStorage),
 		string(corev1.ResourceStorage), string(corev1.ResourcePods),
-		"nvidia.com/gpu", "amd.com/gpu", "google.com/tpu", "habana.ai/gaudi", "aws.amazon.com/neuron",
-		"spec", "template", "jobTemplate", "replicatedJobs", "leaderWorkerTemplate", "leaderTemplate",
-		"workerTemplate", "headGroupSpec", "workerGroupSpecs", "rayClusterSpec", "components",
-		"driver", "executor", "main", "leader", "worker", "launcher",
 	}
 	for _, in := range integrations.All() {
 		words = append(words, in.GVK.Group, in.GVK.Version, in.GVK.Kind, in.EffectiveFramework())
+		for _, path := range in.PodTemplates {
+			words = append(words, path...)
+		}
 	}
 	// The field names of the objects the input carries: a pod spec's keys are
 	// most of a workload's input, and OPA converts an interned key without
-	// allocating (about a third of a large JobSet's conversion).
+	// allocating (about 400 of a 20 KB JobSet's 3,600 conversion allocations).
 	seen := map[reflect.Type]bool{}
 	for _, t := range []reflect.Type{
 		reflect.TypeFor[batchv1.Job](), reflect.TypeFor[batchv1.CronJob](), reflect.TypeFor[corev1.Pod](),
