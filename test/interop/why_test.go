@@ -91,6 +91,12 @@ var _ = Describe("why, on the real Kueue", Ordered, func() {
 			list := &kueue.WorkloadList{}
 			g.Expect(admin.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(7))
+			// What the wait above is for, checked on the stored Workload.
+			for _, wl := range list.Items {
+				if len(wl.OwnerReferences) > 0 && wl.OwnerReferences[0].Name == "small" {
+					g.Expect(wl.CreationTimestamp.Time).To(BeTemporally(">", headCreated))
+				}
+			}
 		}, "30s", "200ms").Should(Succeed())
 	})
 
