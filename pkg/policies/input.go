@@ -119,18 +119,13 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	if _, ok := req.Object.Object["metadata"].(map[string]any); !ok {
 		return nil, errors.New("object: metadata is missing or not an object")
 	}
-	items := make([][2]*ast.Term, 0, 8)
-	add := func(key string, build func(p *InputPaths) *ast.Term) {
-		if paths.reads(key) {
-			items = append(items, item(key, build(paths.child(key))))
-		}
-	}
+	in := fields{paths: paths}
 	var err error
 	for _, o := range []struct {
 		key string
 		obj *unstructured.Unstructured
 	}{{"object", req.Object}, {"oldObject", req.OldObject}} {
-		add(o.key, func(p *InputPaths) *ast.Term {
+		in.add(o.key, func(p *InputPaths) *ast.Term {
 			v, e := objectValue(o.obj, p)
 			if e != nil {
 				err = fmt.Errorf("%s: %w", o.key, e)
@@ -141,9 +136,9 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	if err != nil {
 		return nil, err
 	}
-	add("request", func(p *InputPaths) *ast.Term { return projectTerm(requestTerm(req, t.TrustedController), p) })
-	add("workload", func(p *InputPaths) *ast.Term { return summaryTerm(f.sum, f.grows, req.Object, p) })
-	add("oldWorkload", func(p *InputPaths) *ast.Term {
+	in.add("request", func(p *InputPaths) *ast.Term { return requestTerm(req, t.TrustedController, p) })
+	in.add("workload", func(p *InputPaths) *ast.Term { return summaryTerm(f.sum, f.grows, req.Object, p) })
+	in.add("oldWorkload", func(p *InputPaths) *ast.Term {
 		if f.old == nil {
 			return nullTerm
 		}
@@ -152,14 +147,40 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 	// The cluster's parts are cached whole: projecting them would cost a copy
 	// per request, and what a policy does not read of them cannot change its
 	// answer.
-	add("namespace", func(*InputPaths) *ast.Term { return frags.namespace(ns.name, ns.obj) })
+	in.add("namespace", func(*InputPaths) *ast.Term { return frags.namespace(ns.name, ns.obj) })
 	if paths.reads("localQueue") || paths.reads("clusterQueue") {
 		lqTerm, cqTerm := queueTerms(view, ns.name, f.sum.QueueName, frags)
-		add("localQueue", func(*InputPaths) *ast.Term { return lqTerm })
-		add("clusterQueue", func(*InputPaths) *ast.Term { return cqTerm })
+		in.add("localQueue", func(*InputPaths) *ast.Term { return lqTerm })
+		in.add("clusterQueue", func(*InputPaths) *ast.Term { return cqTerm })
 	}
-	return ast.NewObject(items...), nil
+	return in.object(), nil
 }
+
+// fields builds an input object with only the keys paths reads: a key no
+// policy reads is never built (nil paths: every key). Each build is given the
+// paths read under its key, to build only those in turn.
+type fields struct {
+	paths *InputPaths
+	items [][2]*ast.Term
+}
+
+func (f *fields) add(key string, build func(p *InputPaths) *ast.Term) {
+	if f.paths.reads(key) {
+		f.items = append(f.items, item(key, build(f.paths.child(key))))
+	}
+}
+
+// set adds a key whose value is cheap or already built, projected to what is
+// read under it.
+func (f *fields) set(key string, v func() *ast.Term) {
+	if f.paths.reads(key) {
+		f.items = append(f.items, item(key, projectTerm(v(), f.paths.child(key))))
+	}
+}
+
+func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
+
+func (f *fields) term() *ast.Term { return ast.NewTerm(f.object()) }
 
 // queueTerms are the LocalQueue the workload names and its ClusterQueue, or null.
 func queueTerms(view cluster.View, namespace, queue string, frags *fragments) (lq, cq *ast.Term) {
@@ -217,17 +238,17 @@ func objectValue(u *unstructured.Unstructured, p *InputPaths) (ast.Value, error)
 	return projectValue(u.Object, p)
 }
 
-func requestTerm(req *admission.Request, trusted bool) *ast.Term {
-	return ast.ObjectTerm(
-		item("trustedController", boolTerm(trusted)),
-		item("uid", str(string(req.UID))),
-		item("operation", str(string(req.Operation))),
-		item("kind", gvkTerm(req.Kind)),
-		item("namespace", str(req.Namespace)),
-		item("name", str(req.Name)),
-		item("userInfo", userInfoTerm(req.UserInfo)),
-		item("dryRun", boolTerm(req.DryRun)),
-	)
+func requestTerm(req *admission.Request, trusted bool, p *InputPaths) *ast.Term {
+	f := fields{paths: p}
+	f.set("trustedController", func() *ast.Term { return boolTerm(trusted) })
+	f.set("uid", func() *ast.Term { return str(string(req.UID)) })
+	f.set("operation", func() *ast.Term { return str(string(req.Operation)) })
+	f.set("kind", func() *ast.Term { return gvkTerm(req.Kind) })
+	f.set("namespace", func() *ast.Term { return str(req.Namespace) })
+	f.set("name", func() *ast.Term { return str(req.Name) })
+	f.set("userInfo", func() *ast.Term { return userInfoTerm(req.UserInfo) })
+	f.set("dryRun", func() *ast.Term { return boolTerm(req.DryRun) })
+	return f.term()
 }
 
 func userInfoTerm(u authenticationv1.UserInfo) *ast.Term {
@@ -264,8 +285,41 @@ func stringMapTerm(m map[string]string) *ast.Term {
 // policies. It is in the input so that policies never re-derive it from owner
 // references, which only a trusted controller's word makes true.
 func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured, p *InputPaths) *ast.Term {
-	podSets := make([]*ast.Term, len(s.PodSets))
-	for i, ps := range s.PodSets {
+	f := fields{paths: p, items: make([][2]*ast.Term, 0, 17)}
+	f.set("kind", func() *ast.Term { return gvkTerm(s.Kind) })
+	f.set("framework", func() *ast.Term { return str(s.Framework) })
+	f.set("queueName", func() *ast.Term { return str(s.QueueName) })
+	f.set("priorityClass", func() *ast.Term { return str(s.PriorityClass) })
+	f.set("priority", func() *ast.Term {
+		return ast.ObjectTerm(item("class", str(s.Priority.Class)), item("source", str(s.Priority.Source)))
+	})
+	f.set("podSets", func() *ast.Term { return podSetsTerm(s.PodSets) })
+	f.set("totalRequests", func() *ast.Term { return resourceListTerm(s.TotalRequests) })
+	f.set("admissionUnit", func() *ast.Term { return str(string(s.AdmissionUnit)) })
+	f.set("unitRequests", func() *ast.Term { return resourceListTerm(s.UnitRequests) })
+	f.set("minUnitRequests", func() *ast.Term { return resourceListTerm(s.MinUnitRequests) })
+	f.set("topLevel", func() *ast.Term { return trueTerm })
+	f.set("grows", func() *ast.Term { return boolTerm(grows) })
+	f.set("podSpecPaths", func() *ast.Term { return pathsTerm(s.PodSpecPaths) })
+	f.set("jobSpecPaths", func() *ast.Term { return pathsTerm(s.JobSpecPaths) })
+	f.set("claimsUncounted", func() *ast.Term { return str(s.ClaimsUncounted) })
+	// The specs are copies of parts of the object: a pod spec inside a Job
+	// spec (a Job's, a JobSet's) is taken from the Job spec's term, when it is
+	// read, rather than converted again.
+	var jobSpecs []*ast.Term
+	f.set("jobSpecs", func() *ast.Term {
+		jobSpecs = specTerms(obj, s.JobSpecPaths, nil, nil)
+		return ast.ArrayTerm(jobSpecs...)
+	})
+	f.set("podSpecs", func() *ast.Term {
+		return ast.ArrayTerm(specTerms(obj, s.PodSpecPaths, s.JobSpecPaths, jobSpecs)...)
+	})
+	return f.term()
+}
+
+func podSetsTerm(sets []workload.PodSet) *ast.Term {
+	podSets := make([]*ast.Term, len(sets))
+	for i, ps := range sets {
 		minCount := nullTerm
 		if ps.MinCount != nil {
 			minCount = intTerm(*ps.MinCount)
@@ -277,35 +331,7 @@ func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured
 			item("requests", resourceListTerm(ps.Requests)),
 		)
 	}
-	items := [][2]*ast.Term{
-		item("kind", gvkTerm(s.Kind)),
-		item("framework", str(s.Framework)),
-		item("queueName", str(s.QueueName)),
-		item("priorityClass", str(s.PriorityClass)),
-		item("priority", ast.ObjectTerm(item("class", str(s.Priority.Class)), item("source", str(s.Priority.Source)))),
-		item("podSets", ast.ArrayTerm(podSets...)),
-		item("totalRequests", resourceListTerm(s.TotalRequests)),
-		item("admissionUnit", str(string(s.AdmissionUnit))),
-		item("unitRequests", resourceListTerm(s.UnitRequests)),
-		item("minUnitRequests", resourceListTerm(s.MinUnitRequests)),
-		item("topLevel", boolTerm(true)),
-		item("grows", boolTerm(grows)),
-		item("podSpecPaths", pathsTerm(s.PodSpecPaths)),
-		item("jobSpecPaths", pathsTerm(s.JobSpecPaths)),
-		item("claimsUncounted", str(s.ClaimsUncounted)),
-	}
-	// The specs are copies of parts of the object: built only when read, and
-	// a pod spec inside a Job spec (a Job's, a JobSet's) is taken from the Job
-	// spec's term rather than converted again.
-	var jobSpecs []*ast.Term
-	if p.reads("jobSpecs") {
-		jobSpecs = specTerms(obj, s.JobSpecPaths, nil, nil)
-		items = append(items, item("jobSpecs", ast.ArrayTerm(jobSpecs...)))
-	}
-	if p.reads("podSpecs") {
-		items = append(items, item("podSpecs", ast.ArrayTerm(specTerms(obj, s.PodSpecPaths, s.JobSpecPaths, jobSpecs)...)))
-	}
-	return projectTerm(ast.ObjectTerm(items...), p)
+	return ast.ArrayTerm(podSets...)
 }
 
 // specTerms are the values at each path of obj, in order: what a policy would
