@@ -78,6 +78,10 @@ type Engine struct {
 	version    uint64
 	failedHash string
 	lastErr    atomic.Pointer[error]
+
+	// opaCache evaluates with OPA's own rule cache rather than refCache:
+	// set by tests, for a reference evaluation.
+	opaCache bool
 }
 
 // NewEngine validates the options and registers the metrics. It loads nothing:

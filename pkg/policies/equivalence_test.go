@@ -19,8 +19,9 @@ import (
 )
 
 // The step decides a request with less than a full evaluation: only the input
-// the policies read, a decision reused for an input seen before, and no
-// evaluation of a policy whose custom.match.updates the update does not make.
+// the policies read, a decision reused for an input seen before, no
+// evaluation of a policy whose custom.match.updates the update does not make,
+// and kueue-guard's own cache of rule results in place of OPA's.
 // Each must leave every decision as a full, uncached evaluation of every
 // policy on the whole input gives it, above all where a shortcut would let a
 // problem through: an update that introduces one without growing, a second
@@ -29,6 +30,7 @@ var _ = Describe("Decisions with projection, reuse and update triggers", func() 
 	It("equal a full evaluation of every policy on the whole input, for every request of the corpus, twice", func(ctx SpecContext) {
 		fast := policies.NewStep(loadedEngine(shippedDir))
 		full := loadedEngine(shippedDir, noDecisionCache)
+		policies.UseOPARuleCache(full)
 		view := gpuCluster("2")
 		reqs := equivalenceCorpus()
 		Expect(len(reqs)).To(BeNumerically(">", 40))

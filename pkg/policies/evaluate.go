@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
@@ -235,8 +236,10 @@ func (p *Plan) combined() *rego.PreparedEvalQuery {
 // evalInSlot evaluates the plan's policies on input; the caller holds a slot.
 func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time) *Result {
 	e, set := p.engine, p.set
+	cache := getRefCache()
+	defer putRefCache(cache)
 	if query := p.combined(); query != nil {
-		rs, err := query.Eval(ctx, rego.EvalParsedInput(input))
+		rs, err := query.Eval(ctx, rego.EvalParsedInput(input), e.ruleCache(cache), noMetrics)
 		if err == nil {
 			res := &Result{}
 			decode(res, pick(set.policies, p.indices), rs)
@@ -258,7 +261,8 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 			res.Failures = append(res.Failures, Failure{Policy: pol, Reason: shorten(err.Error()), Code: reasonEvaluation, Err: err})
 			continue
 		}
-		rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))
+		cache.reset()
+		rs, err := pq.Eval(ctx, rego.EvalParsedInput(input), e.ruleCache(cache), noMetrics)
 		if err != nil {
 			if topdown.IsCancel(err) || ctx.Err() != nil {
 				res.Failures = append(res.Failures, e.contextFailure(ctx, start, false))
@@ -271,6 +275,19 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 	}
 	return res
 }
+
+// ruleCache is the evaluation option of the rule cache: cache, emptied by
+// the caller, or OPA's own for a reference evaluation in tests.
+func (e *Engine) ruleCache(cache *refCache) rego.EvalOption {
+	if e.opaCache {
+		return rego.EvalVirtualCache(topdown.NewVirtualCache())
+	}
+	return rego.EvalVirtualCache(cache)
+}
+
+// noMetrics spares each evaluation OPA's metrics, which nothing reads: the
+// engine times evaluations itself.
+var noMetrics = rego.EvalMetrics(metrics.NoOp())
 
 type backgroundKeyType struct{}
 

@@ -20,3 +20,7 @@ func CanarySampleKinds() ([]string, error) {
 	}
 	return out, err
 }
+
+// UseOPARuleCache makes the engine evaluate with OPA's own rule cache, for a
+// reference to compare refCache's evaluations with.
+func UseOPARuleCache(e *Engine) { e.opaCache = true }
