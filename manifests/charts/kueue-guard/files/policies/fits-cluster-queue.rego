@@ -32,33 +32,26 @@ excluded(r) if {
 	startswith(r, prefix)
 }
 
-# The sets and maps below are complete rules (comprehensions), not partial ones:
-# OPA evaluates a complete rule once per request and caches it, where a lookup
-# of one key of a partial rule (res[r]) evaluates every body again.
-requested := {r |
-	some r, v in input.workload.totalRequests
-	v > 0
+# requested(r): the workload requests r, and Kueue does not ignore it.
+requested(r) if {
+	input.workload.totalRequests[r] > 0
 	not excluded(r)
 }
 
-# res[r] is the queue's totals of a requested resource, summed over its flavors
-# by kueue-guard (input.clusterQueue.resources); undefined without quota for it.
-res := {r: t |
-	some r in requested
+# The rules below look each resource up in input.clusterQueue.resources (the
+# queue's totals of a resource, summed over its flavors by kueue-guard) where
+# they need it, rather than building sets of resources first: a set costs
+# every request its allocations, a lookup only the resources it reaches.
+
+# quota(r) are the queue's totals of r; undefined without quota for it.
+quota(r) := t if {
 	t := cq.resources[r]
 	count(t.flavors) > 0
 }
 
-# known[r]: the queue's capacity of r is known (Kueue would admit to it).
-known := {r: t |
-	some r, t in res
-	t.max != null
-}
-
-too_big := {r |
-	some r, t in known
-	input.workload.minUnitRequests[r] > t.max
-}
+# too_big(r, t): even the fewest pods Kueue may admit need more r than the
+# queue's capacity t.max (known: Kueue would admit to it).
+too_big(r, t) if input.workload.minUnitRequests[r] > t.max
 
 at_least(r) := "" if {
 	input.workload.minUnitRequests[r] == input.workload.totalRequests[r]
@@ -78,11 +71,11 @@ unit_pods(ps) := ps.count if {
 }
 
 explain(r) := sprintf("(nominal %s, and what cohort %q can lend it)", [lib.amount(r, nominal(r)), cohort]) if {
-	count(res[r].flavors) == 1
+	count(cq.resources[r].flavors) == 1
 	cohort != null
 } else := sprintf("(nominal %s; no cohort to borrow from)", [lib.amount(r, nominal(r))]) if {
-	count(res[r].flavors) == 1
-} else := sprintf("(across flavors %s)", [concat(", ", res[r].flavors)])
+	count(cq.resources[r].flavors) == 1
+} else := sprintf("(across flavors %s)", [concat(", ", cq.resources[r].flavors)])
 
 nominal(r) := q.nominal if {
 	some q in cq.quotas
@@ -91,20 +84,27 @@ nominal(r) := q.nominal if {
 
 deny contains msg if {
 	lib.judged
-	some r in too_big
+	some r, need in input.workload.minUnitRequests
+	t := cq.resources[r]
+	t.max != null
+	need > t.max
+	count(t.flavors) > 0
+	requested(r)
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
 		"requests %s %s%s but ClusterQueue %q can provide at most %s %s",
-		[lib.amount(r, total), r, at_least(r), cq.name, lib.amount(r, known[r].max), explain(r)],
+		[lib.amount(r, total), r, at_least(r), cq.name, lib.amount(r, t.max), explain(r)],
 	)
 }
 
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
 	lib.judged
-	some r, t in known
+	some r, t in cq.resources
 	count(t.flavors) > 1
-	not r in too_big
+	t.max != null
+	not too_big(r, t)
+	requested(r)
 	largest := t.largestFlavor
 	some ps in input.workload.podSets
 	need := unit_pods(ps) * object.get(ps.requests, r, 0)
@@ -117,20 +117,24 @@ deny contains msg if {
 
 warn contains msg if {
 	lib.judged
-	some r, t in known
-	not r in too_big
-	free_now := t.free
-	input.workload.minUnitRequests[r] > free_now
+	some r, need in input.workload.minUnitRequests
+	t := cq.resources[r]
+	t.max != null
+	need <= t.max
+	need > t.free
+	count(t.flavors) > 0
+	requested(r)
 	msg := sprintf(
 		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
-		[lib.amount(r, input.workload.minUnitRequests[r]), r, cq.name, lib.amount(r, free_now)],
+		[lib.amount(r, need), r, cq.name, lib.amount(r, t.free)],
 	)
 }
 
 warn contains msg if {
 	lib.judged
 	is_object(cq)
-	some r in requested
-	not res[r]
+	some r, _ in input.workload.totalRequests
+	requested(r)
+	not quota(r)
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
 }

@@ -58,9 +58,15 @@ kind_of("initContainers", c) := "sidecar" if c.restartPolicy == "Always"
 else := "init container"
 
 # declared(c, r) is the request Kueue charges for r: the request, else the limit.
-declared(c, r) := object.get(c, ["resources", "requests", r], null) if {
-	object.get(c, ["resources", "requests", r], null) != null
-} else := object.get(c, ["resources", "limits", r], null)
+# declared(c, r) is the container's request of r, else its limit (Kueue
+# takes a limit as the request); undefined when it declares neither.
+declared(c, r) := q if {
+	q := c.resources.requests[r]
+	q != null
+} else := q if {
+	q := c.resources.limits[r]
+	q != null
+}
 
 quantity(q) := q if is_number(q)
 
@@ -73,7 +79,7 @@ too_small(q, r) if quantity(q) < quantity(minimum[r])
 deny contains {"msg": msg, "field": field_of(path, list, i)} if {
 	lib.judged
 	some [path, list, i, c] in containers
-	missing := [r | some r in required; declared(c, r) == null]
+	missing := [r | some r in required; not declared(c, r)]
 	count(missing) > 0
 	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind_of(list, c), object.get(c, "name", ""), concat(" or ", missing)])
 }
@@ -83,7 +89,6 @@ deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(path, list, i), r
 	some [path, list, i, c] in containers
 	some r in required
 	q := declared(c, r)
-	q != null
 	too_small(q, r)
 	msg := sprintf(
 		"%s %q requests %v %s: Kueue charges quota by requests, so it would run on quota it never reserved; %s",
