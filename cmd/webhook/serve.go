@@ -159,11 +159,10 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	if limit, gcPercent, err := server.SetMemoryLimit(); err != nil {
+	if limit, err := server.SetMemoryLimit(); err != nil {
 		logger.Error(err, "the container's memory limit could not be read; the Go runtime has no soft memory limit")
 	} else if limit > 0 {
-		logger.Info("Go runtime memory limit", "bytes", limit, "fromGOMEMLIMIT", os.Getenv("GOMEMLIMIT") != "",
-			"share", server.MemoryLimitShare, "gcPercent", gcPercent)
+		logger.Info("Go runtime memory limit set from the container's", "bytes", limit, "share", server.MemoryLimitShare)
 	}
 	logger.Info("starting kueue-guard", "version", version, "profile", cfg.InstallProfile)
 	return srv.Start(ctx)

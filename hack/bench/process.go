@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	guardserver "github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 )
 
@@ -30,17 +29,6 @@ type process struct {
 	err     error
 }
 
-// chartMemoryLimit is the Go runtime's soft memory limit the Helm chart's
-// default memory limit (512Mi) gives kueue-guard: 90 % of it. Every server the
-// harness starts runs under it, as it would in a pod.
-var chartMemoryLimit = func() string {
-	limit := float64(512 << 20)
-	return strconv.FormatInt(int64(limit*guardserver.MemoryLimitShare), 10)
-}()
-
-// guardName is kueue-guard's process name.
-const guardName = "kueue-guard"
-
 // startProcess starts a child whose output goes to logPath. The child is killed
 // with the harness even if the harness itself is killed (parent-death signal).
 func startProcess(name, logPath, binary string, args ...string) (*process, error) {
@@ -53,13 +41,7 @@ func startProcess(name, logPath, binary string, args ...string) (*process, error
 	// A binary built with -race exits at the first data race it finds (exit
 	// code 66), which the harness sees as a server that exited; without
 	// -race the variable means nothing.
-	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66", "GOMEMLIMIT="+chartMemoryLimit)
-	// kueue-guard raises its collector's target under a memory limit
-	// (guardserver.SetMemoryLimit); the floor and OPA are given the same one, so
-	// that every server runs under the same collector settings.
-	if name != guardName {
-		cmd.Env = append(cmd.Env, "GOGC="+strconv.Itoa(guardserver.GCPercentUnderLimit))
-	}
+	cmd.Env = append(os.Environ(), "GORACE=halt_on_error=1 exitcode=66")
 	// Its own process group: Ctrl-C reaches the harness only, which stops the
 	// children in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -20,43 +19,22 @@ const MemoryLimitShare = 0.9
 // then v1.
 var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// GCPercentUnderLimit is the garbage collector's target (GOGC) while a soft
-// memory limit is in force. The limit then bounds the heap, and a webhook's
-// live heap is small next to what it allocates per request: at Go's default
-// of 100 it collects several times a second under load, about a sixth of its
-// CPU (BenchmarkHandler's profile; 10 % more throughput at 400).
-const GCPercentUnderLimit = 400
-
 // SetMemoryLimit gives the Go runtime a soft memory limit of MemoryLimitShare
 // of the container's memory limit, so that the garbage collector works harder
 // as the heap nears the limit instead of the process being OOM-killed, unless
-// GOMEMLIMIT is set (the runtime has then read it) or there is no limit.
-// Under a limit, and unless GOGC is set, it raises the collector's target to
-// GCPercentUnderLimit. It returns the limit in force (0: none) and the target
-// set (0: Go's own) for the log.
-func SetMemoryLimit() (limit int64, gcPercent int, err error) {
+// GOMEMLIMIT is set (the runtime has then read it) or there is no limit. It
+// returns the limit set (0: none) for the log.
+func SetMemoryLimit() (int64, error) {
 	if os.Getenv("GOMEMLIMIT") != "" {
-		// GOMEMLIMIT=off reads back as the largest int64: no limit.
-		if limit = debug.SetMemoryLimit(-1); limit == math.MaxInt64 {
-			limit = 0
-		}
-	} else if limit, err = containerMemoryLimit(cgroupMemoryFiles); err == nil && limit > 0 {
-		limit = int64(float64(limit) * MemoryLimitShare)
-		debug.SetMemoryLimit(limit)
+		return 0, nil
 	}
-	if gcPercent = gcPercentFor(os.Getenv("GOGC"), limit); gcPercent > 0 {
-		debug.SetGCPercent(gcPercent)
+	limit, err := containerMemoryLimit(cgroupMemoryFiles)
+	if err != nil || limit <= 0 {
+		return 0, err
 	}
-	return limit, gcPercent, err
-}
-
-// gcPercentFor is the collector's target to set given GOGC and the soft
-// limit in force; 0 leaves Go's own (GOGC's, or 100).
-func gcPercentFor(gogc string, limit int64) int {
-	if gogc != "" || limit <= 0 {
-		return 0
-	}
-	return GCPercentUnderLimit
+	soft := int64(float64(limit) * MemoryLimitShare)
+	debug.SetMemoryLimit(soft)
+	return soft, nil
 }
 
 // containerMemoryLimit reads the first of files that exists: "max" (or a v1

@@ -35,13 +35,3 @@ var _ = Describe("the container's memory limit", func() {
 		Expect(err).To(MatchError(ContainSubstring(f)))
 	})
 })
-
-var _ = DescribeTable("the garbage collector's target",
-	func(gogc string, limit int64, want int) {
-		Expect(gcPercentFor(gogc, limit)).To(Equal(want))
-	},
-	Entry("is raised under a soft memory limit", "", int64(460<<20), GCPercentUnderLimit),
-	Entry("is Go's own without a limit: the heap would have no bound", "", int64(0), 0),
-	Entry("is the user's when GOGC is set", "100", int64(460<<20), 0),
-	Entry("is the user's when GOGC is off", "off", int64(460<<20), 0),
-)
