@@ -294,10 +294,13 @@ func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured
 		return ast.ObjectTerm(item("class", str(s.Priority.Class)), item("source", str(s.Priority.Source)))
 	})
 	f.set("podSets", func() *ast.Term { return podSetsTerm(s.PodSets) })
-	f.set("totalRequests", func() *ast.Term { return resourceListTerm(s.TotalRequests) })
+	// A workload admitted whole has the same total, unit and least requests:
+	// equal lists share one term.
+	var lists resourceLists
+	f.set("totalRequests", func() *ast.Term { return lists.term(s.TotalRequests) })
 	f.set("admissionUnit", func() *ast.Term { return str(string(s.AdmissionUnit)) })
-	f.set("unitRequests", func() *ast.Term { return resourceListTerm(s.UnitRequests) })
-	f.set("minUnitRequests", func() *ast.Term { return resourceListTerm(s.MinUnitRequests) })
+	f.set("unitRequests", func() *ast.Term { return lists.term(s.UnitRequests) })
+	f.set("minUnitRequests", func() *ast.Term { return lists.term(s.MinUnitRequests) })
 	f.set("topLevel", func() *ast.Term { return trueTerm })
 	f.set("grows", func() *ast.Term { return boolTerm(grows) })
 	f.set("podSpecPaths", func() *ast.Term { return pathsTerm(s.PodSpecPaths) })
@@ -427,6 +430,38 @@ func pathsTerm(paths [][]any) *ast.Term {
 		out[i] = ast.ArrayTerm(elems...)
 	}
 	return ast.ArrayTerm(out...)
+}
+
+// resourceLists remembers the resource lists of one summary rendered so far,
+// to render an equal list once.
+type resourceLists struct {
+	lists []corev1.ResourceList
+	terms []*ast.Term
+}
+
+func (l *resourceLists) term(rl corev1.ResourceList) *ast.Term {
+	for i, seen := range l.lists {
+		if equalResourceLists(seen, rl) {
+			return l.terms[i]
+		}
+	}
+	t := resourceListTerm(rl)
+	l.lists, l.terms = append(l.lists, rl), append(l.terms, t)
+	return t
+}
+
+// equalResourceLists compares quantities by value, as their terms do.
+func equalResourceLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func resourceListTerm(rl corev1.ResourceList) *ast.Term {
