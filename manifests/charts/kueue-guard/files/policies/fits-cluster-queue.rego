@@ -49,8 +49,15 @@ quota(r) := t if {
 	count(t.flavors) > 0
 }
 
+# capacity(r) are the queue's totals of r when its capacity of r is known
+# (Kueue would admit to it).
+capacity(r) := t if {
+	t := quota(r)
+	t.max != null
+}
+
 # too_big(r, t): even the fewest pods Kueue may admit need more r than the
-# queue's capacity t.max (known: Kueue would admit to it).
+# queue's capacity t.max.
 too_big(r, t) if input.workload.minUnitRequests[r] > t.max
 
 at_least(r) := "" if {
@@ -85,10 +92,8 @@ nominal(r) := q.nominal if {
 deny contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
-	t := cq.resources[r]
-	t.max != null
-	need > t.max
-	count(t.flavors) > 0
+	t := capacity(r)
+	too_big(r, t)
 	requested(r)
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
@@ -100,9 +105,9 @@ deny contains msg if {
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
 	lib.judged
-	some r, t in cq.resources
+	some r, _ in cq.resources
+	t := capacity(r)
 	count(t.flavors) > 1
-	t.max != null
 	not too_big(r, t)
 	requested(r)
 	largest := t.largestFlavor
@@ -118,11 +123,9 @@ deny contains msg if {
 warn contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
-	t := cq.resources[r]
-	t.max != null
-	need <= t.max
+	t := capacity(r)
+	not too_big(r, t)
 	need > t.free
-	count(t.flavors) > 0
 	requested(r)
 	msg := sprintf(
 		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
