@@ -173,9 +173,7 @@ func (f *fields) add(key string, build func(p *InputPaths) *ast.Term) {
 // set adds a key whose value is cheap or already built, projected to what is
 // read under it.
 func (f *fields) set(key string, v func() *ast.Term) {
-	if f.paths.reads(key) {
-		f.items = append(f.items, item(key, projectTerm(v(), f.paths.child(key))))
-	}
+	f.add(key, func(p *InputPaths) *ast.Term { return projectTerm(v(), p) })
 }
 
 func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
