@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,6 +51,52 @@ var _ = Describe("Decisions with projection, reuse and update triggers", func() 
 		}
 		// The corpus must hold problems for the shortcuts to hide.
 		Expect(reported).To(BeNumerically(">", len(reqs)/2))
+	})
+
+	// Evaluations share their rule caches through a pool: a cache must come
+	// back empty, whether its evaluation ended or was cut off inside a frame,
+	// and never serve two evaluations at once.
+	It("equal it under concurrent requests while other evaluations are cut off mid-way", func(ctx SpecContext) {
+		full := loadedEngine(shippedDir, noDecisionCache)
+		policies.UseOPARuleCache(full)
+		fast := policies.NewStep(loadedEngine(shippedDir, noDecisionCache))
+		cut := policies.NewStep(loadedEngine(shippedDir, noDecisionCache, func(o *policies.Options) { o.Timeout = 50 * time.Microsecond }))
+		view := gpuCluster("2")
+		reqs := equivalenceCorpus()
+		want := make([][]string, len(reqs))
+		for i, req := range reqs {
+			want[i] = reference(ctx, full, req, view)
+		}
+		var wg sync.WaitGroup
+		var cutOff atomic.Int64
+		for w := range 4 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for round := range 3 {
+					for k := range reqs {
+						i := (k + 7*w) % len(reqs)
+						Expect(policyFindings(validateWith(fast, reqs[i], view))).To(Equal(want[i]), "worker %d, round %d, request %d", w, round, i)
+					}
+				}
+			})
+		}
+		for range 2 {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for range 3 {
+					for _, req := range reqs {
+						if slices.ContainsFunc(validateWith(cut, req, view).Violations, func(v admission.Violation) bool {
+							return strings.Contains(v.Message, "evaluation did not finish within")
+						}) {
+							cutOff.Add(1)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		// The cut-off evaluations must have happened for the spec to mean anything.
+		Expect(cutOff.Load()).To(BeNumerically(">", 0))
 	})
 })
 
