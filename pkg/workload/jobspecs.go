@@ -33,12 +33,15 @@ func jobSpecs(m map[string]any, prefix []any, depth int, out *[][]any) {
 	case group == "batch" && kind == "CronJob":
 		*out = append(*out, extend(prefix, "spec", "jobTemplate", "spec"))
 	case group == "jobset.x-k8s.io" && kind == "JobSet":
-		jobs, _, _ := unstructured.NestedSlice(m, "spec", "replicatedJobs")
-		for i := range jobs {
+		// Read in place: NestedSlice would deep-copy every pod template.
+		jobs, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "replicatedJobs")
+		n, _ := jobs.([]any)
+		for i := range n {
 			*out = append(*out, extend(prefix, "spec", "replicatedJobs", i, "template", "spec"))
 		}
 	case group == "workload.codeflare.dev" && kind == "AppWrapper" && depth < maxEmbedding:
-		components, _, _ := unstructured.NestedSlice(m, "spec", "components")
+		raw, _, _ := unstructured.NestedFieldNoCopy(m, "spec", "components")
+		components, _ := raw.([]any)
 		for i, c := range components {
 			cm, _ := c.(map[string]any)
 			if t, ok := cm["template"].(map[string]any); ok {
