@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -267,19 +266,13 @@ func workloadObject(kind string) *unstructured.Unstructured {
 		editFirstContainer(job.Obj(), func(c map[string]any) {
 			c["command"] = []any{"python", "-m", "eval"}
 			c["args"] = []any{"--dataset=s3://datasets/imagenet/val", "--checkpoint=s3://models/resnet50/latest", "--batch-size=256"}
-			c["env"] = envVars("EVAL", 3)
+			c["env"] = fixtures.EnvVars("EVAL", 3)
 		}, "spec", "template", "spec")
 		return job.Obj()
 	}
-	js := fixtures.JobSet(benchNamespace, "llm-finetune").
+	js := fixtures.TrainingJobSet(benchNamespace, "llm-finetune").
 		Set(map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/part-of": "foundation-models",
-			maxExecTimeLabel: "86400"}, "metadata", "labels").
-		Set([]any{
-			replicatedJob("driver", 1, 1, "1", "4Gi"),
-			replicatedJob("workers", 2, 4, "2", "8Gi"),
-			replicatedJob("parameter-servers", 2, 1, "1", "4Gi"),
-			replicatedJob("evaluator", 1, 1, "1", "2Gi"),
-		}, "spec", "replicatedJobs")
+			maxExecTimeLabel: "86400"}, "metadata", "labels")
 	return js.Obj()
 }
 
@@ -291,101 +284,4 @@ func editFirstContainer(obj *unstructured.Unstructured, edit func(map[string]any
 	if err := unstructured.SetNestedSlice(obj.Object, containers, path...); err != nil {
 		panic(err)
 	}
-}
-
-// replicatedJob is one of the JobSet's replicated jobs: replicas Jobs of
-// parallelism pods, each pod asking for cpu and memory in its main container.
-func replicatedJob(name string, replicas, parallelism int64, cpu, memory string) map[string]any {
-	return map[string]any{"name": name, "replicas": replicas, "template": map[string]any{"spec": map[string]any{
-		"parallelism": parallelism, "completions": parallelism, "backoffLimit": int64(3),
-		"podReplacementPolicy": "Failed",
-		"template": map[string]any{
-			"metadata": map[string]any{
-				"labels":      map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/component": name},
-				"annotations": map[string]any{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
-			},
-			"spec": trainingPodSpec(name, cpu, memory),
-		},
-	}}}
-}
-
-// trainingPodSpec is a training pod: an init container fetching data, the main
-// container and a log-shipping sidecar, each with requests (as the shipped
-// require-resource-requests policy wants), volumes and constraints.
-func trainingPodSpec(role, cpu, memory string) map[string]any {
-	main := container(role, "registry.example/ml/trainer:2.4.1", cpu, memory, 20)
-	main["command"] = []any{"torchrun"}
-	main["args"] = []any{"--nnodes=$(NNODES)", "--nproc-per-node=1", "--rdzv-backend=c10d",
-		"--rdzv-endpoint=$(JOBSET_NAME)-driver-0-0.$(JOBSET_NAME):29500", "train.py", "--config=/etc/trainer/config.yaml"}
-	main["ports"] = []any{map[string]any{"name": "rdzv", "containerPort": int64(29500)},
-		map[string]any{"name": "metrics", "containerPort": int64(9090)}}
-	main["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": "metrics"},
-		"periodSeconds": int64(10), "failureThreshold": int64(3)}
-	return map[string]any{
-		"restartPolicy":                 "Never",
-		"serviceAccountName":            "trainer",
-		"terminationGracePeriodSeconds": int64(60),
-		"initContainers":                []any{container("fetch-data", "registry.example/ml/fetch:1.3", "500m", "512Mi", 6)},
-		"containers":                    []any{main, container("log-shipper", "registry.example/obs/fluent-bit:3.1", "100m", "128Mi", 6)},
-		"volumes": []any{
-			map[string]any{"name": "config", "configMap": map[string]any{"name": "trainer-config"}},
-			map[string]any{"name": "credentials", "secret": map[string]any{"secretName": "s3-credentials"}},
-			map[string]any{"name": "scratch", "emptyDir": map[string]any{"sizeLimit": "50Gi"}},
-			map[string]any{"name": "shm", "emptyDir": map[string]any{"medium": "Memory", "sizeLimit": "2Gi"}},
-		},
-		"nodeSelector": map[string]any{"node.kubernetes.io/instance-type": "m6i.4xlarge", "topology.kubernetes.io/zone": "eu-west-1a"},
-		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}},
-		"affinity": map[string]any{"podAntiAffinity": map[string]any{"preferredDuringSchedulingIgnoredDuringExecution": []any{
-			map[string]any{"weight": int64(100), "podAffinityTerm": map[string]any{
-				"topologyKey":   "kubernetes.io/hostname",
-				"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/component": role}},
-			}},
-		}}},
-		"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": int64(1000), "fsGroup": int64(1000)},
-	}
-}
-
-// container is a container with requests and limits, n environment variables and
-// the pod's volumes mounted.
-func container(name, image, cpu, memory string, n int) map[string]any {
-	resources := map[string]any{"cpu": cpu, "memory": memory}
-	return map[string]any{
-		"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
-		"env": envVars(name, n),
-		"resources": map[string]any{"requests": resources,
-			"limits": map[string]any{"cpu": cpu, "memory": memory}},
-		"volumeMounts": []any{
-			map[string]any{"name": "config", "mountPath": "/etc/trainer", "readOnly": true},
-			map[string]any{"name": "credentials", "mountPath": "/var/run/secrets/s3", "readOnly": true},
-			map[string]any{"name": "scratch", "mountPath": "/scratch"},
-			map[string]any{"name": "shm", "mountPath": "/dev/shm"},
-		},
-		"securityContext": map[string]any{"allowPrivilegeEscalation": false,
-			"capabilities": map[string]any{"drop": []any{"ALL"}}},
-	}
-}
-
-// envVars are n environment variables, the first from the downward API.
-func envVars(prefix string, n int) []any {
-	env := []any{map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{
-		"fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}
-	for i := 1; i < n; i++ {
-		env = append(env, map[string]any{"name": fmt.Sprintf("%s_SETTING_%d", sanitize(prefix), i),
-			"value": "value-" + strconv.Itoa(i*7919%10007)})
-	}
-	return env
-}
-
-// sanitize makes a container name an environment variable prefix.
-func sanitize(s string) string {
-	out := []byte(s)
-	for i, c := range out {
-		switch {
-		case c >= 'a' && c <= 'z':
-			out[i] = c - 'a' + 'A'
-		case c == '-':
-			out[i] = '_'
-		}
-	}
-	return string(out)
 }

@@ -317,9 +317,9 @@ func streamObject(kind string, s shape, name string) *unstructured.Unstructured 
 			Set(s.labels("batch-eval"), "metadata", "labels").
 			Set(containers, "spec", "template", "spec", "containers").Obj()
 	} else {
-		jobs := []any{replicatedJob("workers", s.replicas, min(s.pods, 4), s.cpu(), s.memory())}
-		others := []map[string]any{replicatedJob("driver", 1, 1, "1", "4Gi"),
-			replicatedJob("parameter-servers", 2, 1, "1", "4Gi"), replicatedJob("evaluator", 1, 1, "1", "2Gi")}
+		jobs := []any{fixtures.ReplicatedJob("workers", s.replicas, min(s.pods, 4), s.cpu(), s.memory())}
+		others := []map[string]any{fixtures.ReplicatedJob("driver", 1, 1, "1", "4Gi"),
+			fixtures.ReplicatedJob("parameter-servers", 2, 1, "1", "4Gi"), fixtures.ReplicatedJob("evaluator", 1, 1, "1", "2Gi")}
 		for _, rj := range others[:s.roles-1] {
 			jobs = append(jobs, rj)
 		}
@@ -328,7 +328,7 @@ func streamObject(kind string, s shape, name string) *unstructured.Unstructured 
 	}
 	podSpec, _ := streamPaths(obj.Object["spec"].(map[string]any), kind)
 	main := podSpec["containers"].([]any)[0].(map[string]any)
-	main["env"] = envVars("main", s.env)
+	main["env"] = fixtures.EnvVars("main", s.env)
 	if s.gpus > 0 {
 		resources := main["resources"].(map[string]any)
 		for _, k := range []string{"requests", "limits"} {
@@ -343,7 +343,7 @@ func streamContainer(name, cpu, memory string, env int) map[string]any {
 	return map[string]any{
 		"name": name, "image": "registry.example/batch/" + name + ":1", "imagePullPolicy": "IfNotPresent",
 		"command": []any{"python", "-m", "eval"},
-		"env":     envVars(name, env),
+		"env":     fixtures.EnvVars(name, env),
 		"resources": map[string]any{"requests": map[string]any{"cpu": cpu, "memory": memory},
 			"limits": map[string]any{"cpu": cpu, "memory": memory}},
 	}

@@ -41,6 +41,10 @@ func BenchmarkHandler(b *testing.B) {
 		Label("kueue.x-k8s.io/max-exec-time-seconds", "600").Held().Obj()
 	jobSet := fixtures.JobSet("ml", "js").Queue("q").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
 		Requests("cpu", "1").Requests("memory", "1Gi").Held().Obj()
+	// A real training job's JobSet (about 20 KB): what a policy does not read
+	// of its containers (environment, probes, mounts) should cost nothing.
+	training := fixtures.TrainingJobSet("ml", "train").Queue("q").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
+		Held().Obj()
 	cases := []struct {
 		name    string
 		webhook http.Handler
@@ -53,6 +57,8 @@ func BenchmarkHandler(b *testing.B) {
 		{"validate/Job/CREATE/labeled", validate, admissionv1.Create, queued},
 		{"validate/Job/UPDATE/labeled", validate, admissionv1.Update, queued},
 		{"validate/JobSet/CREATE/labeled", validate, admissionv1.Create, jobSet},
+		{"validate/JobSet/CREATE/training", validate, admissionv1.Create, training},
+		{"validate/JobSet/UPDATE/training", validate, admissionv1.Update, training},
 		{"validate/Job/CREATE/labeled/cached", cached, admissionv1.Create, queued},
 		{"validate/Job/UPDATE/labeled/cached", cached, admissionv1.Update, queued},
 	}
