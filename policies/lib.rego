@@ -122,7 +122,11 @@ label_changed(key) if {
 	object.get(old_labels, key, "") != object.get(labels, key, "")
 }
 
-same_as_before(f) if input.oldWorkload[f] == input.workload[f]
+# Each field by name: a computed key would make every policy read the whole
+# workload (kueue-guard builds only the input its policies read).
+same_as_before("queueName") if input.oldWorkload.queueName == input.workload.queueName
+
+same_as_before("priorityClass") if input.oldWorkload.priorityClass == input.workload.priorityClass
 
 # label_applies(key): a policy about a label judges new workloads and updates of
 # that label (a suspended Job may be moved to another queue).

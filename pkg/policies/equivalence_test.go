@@ -202,6 +202,33 @@ func equivalenceCases(name string) []equivalenceCase {
 	queue := func(q string) func(o fixtures.Object) { return func(o fixtures.Object) { o.Queue(q) } }
 	priority := func(o fixtures.Object) { o.Label("kueue.x-k8s.io/priority-class", "critical") }
 	unbounded := func(o fixtures.Object) { o.Set("TerminatingOrFailed", "spec", "podReplacementPolicy") }
+	// What the policies read inside a pod spec's lists, element by element: an
+	// init container, a sidecar, a second container without requests, a limit
+	// standing in for a request, and an environment no policy reads.
+	podSpec := []string{"spec", "template", "spec"}
+	initContainer := func(c map[string]any) func(o fixtures.Object) {
+		return func(o fixtures.Object) { o.Set([]any{c}, append(podSpec, "initContainers")...) }
+	}
+	sidecar := initContainer(map[string]any{"name": "proxy", "image": "envoy", "restartPolicy": "Always"})
+	limitsOnly := initContainer(map[string]any{"name": "init", "resources": map[string]any{
+		"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}})
+	secondContainer := func(o fixtures.Object) {
+		first, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
+		o.Set(append(first, map[string]any{"name": "logger", "resources": map[string]any{
+			"requests": map[string]any{"memory": "64Mi"}}}), append(podSpec, "containers")...)
+	}
+	env := func(value string) func(o fixtures.Object) {
+		return func(o fixtures.Object) {
+			containers, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
+			containers[0].(map[string]any)["env"] = []any{map[string]any{"name": "SEED", "value": value}}
+			o.Set(containers, append(podSpec, "containers")...)
+		}
+	}
+	failurePolicy := func(o fixtures.Object) {
+		o.Set(map[string]any{"rules": []any{map[string]any{"action": "FailJob",
+			"onExitCodes": map[string]any{"operator": "In", "values": []any{int64(42)}}}}}, "spec", "podFailurePolicy")
+		unstructured.RemoveNestedField(o.Object, "spec", "podReplacementPolicy")
+	}
 	small, big := job(2, "1"), job(16, "2") // big asks 32 GPUs: over the namespace's 8
 	jobSet := fixtures.JobSet("ml", "js-"+name).Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
 		Requests("cpu", "2").Requests("memory", "8Gi").Requests(gpu, "1").Held().Obj()
@@ -211,9 +238,11 @@ func equivalenceCases(name string) []equivalenceCase {
 		{obj: edit(small, grace(3600))}, {obj: edit(small, claim)}, {obj: edit(small, noMemory)},
 		{obj: edit(small, priority)}, {obj: edit(small, queue("elsewhere"))},
 		{obj: edit(small, func(o fixtures.Object) { o.SetLabels(map[string]string{"kueue.x-k8s.io/queue-name": "lq"}) })},
+		{obj: edit(small, sidecar)}, {obj: edit(small, limitsOnly)}, {obj: edit(small, secondContainer)},
+		{obj: edit(small, env("1"))}, {obj: edit(small, env("2"))}, {obj: edit(edit(small, unbounded), failurePolicy)},
 	}
 	changes := []func(o fixtures.Object){annotate, grace(3600), grace(60), claim, noMemory, priority,
-		queue("elsewhere"), unbounded, func(o fixtures.Object) { o.Parallelism(32) }}
+		queue("elsewhere"), unbounded, func(o fixtures.Object) { o.Parallelism(32) }, sidecar, secondContainer, env("3")}
 	for _, base := range []*unstructured.Unstructured{small, big, edit(small, grace(3600)), edit(small, unbounded)} {
 		for _, change := range changes {
 			cases = append(cases, equivalenceCase{old: base, obj: edit(base, change)})

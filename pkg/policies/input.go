@@ -304,16 +304,20 @@ func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured
 	f.set("podSpecPaths", func() *ast.Term { return pathsTerm(s.PodSpecPaths) })
 	f.set("jobSpecPaths", func() *ast.Term { return pathsTerm(s.JobSpecPaths) })
 	f.set("claimsUncounted", func() *ast.Term { return str(s.ClaimsUncounted) })
-	// The specs are copies of parts of the object: a pod spec inside a Job
-	// spec (a Job's, a JobSet's) is taken from the Job spec's term, when it is
-	// read, rather than converted again.
-	var jobSpecs []*ast.Term
-	f.set("jobSpecs", func() *ast.Term {
-		jobSpecs = specTerms(obj, s.JobSpecPaths, nil, nil)
-		return ast.ArrayTerm(jobSpecs...)
+	// The specs are copies of parts of the object, converted as far as the
+	// policies read into them. A pod spec inside a Job spec (a Job's, a
+	// JobSet's) is taken from the Job spec's term when that was converted
+	// whole, rather than converted again.
+	var whole []*ast.Term
+	f.add("jobSpecs", func(p *InputPaths) *ast.Term {
+		specs := specTerms(obj, s.JobSpecPaths, p, nil, nil)
+		if p == nil || p.all {
+			whole = specs
+		}
+		return ast.ArrayTerm(specs...)
 	})
-	f.set("podSpecs", func() *ast.Term {
-		return ast.ArrayTerm(specTerms(obj, s.PodSpecPaths, s.JobSpecPaths, jobSpecs)...)
+	f.add("podSpecs", func(p *InputPaths) *ast.Term {
+		return ast.ArrayTerm(specTerms(obj, s.PodSpecPaths, p, s.JobSpecPaths, whole)...)
 	})
 	return f.term()
 }
@@ -335,19 +339,27 @@ func podSetsTerm(sets []workload.PodSet) *ast.Term {
 	return ast.ArrayTerm(podSets...)
 }
 
-// specTerms are the values at each path of obj, in order: what a policy would
-// read with object.get(input.object, path, null), given without the rest of
-// the object so that reading it does not make the object's name and uid part of
-// what the policies read (see InputPaths). A path inside one of outerPaths
+// specTerms are the values at each path of obj, in order, each projected to
+// what read (the element paths of an array read as a whole): what a policy
+// would read with object.get(input.object, path, null), given without the rest
+// of the object so that reading it does not make the object's name and uid part
+// of what the policies read (see InputPaths). A path inside one of outerPaths
 // shares that outer term's part instead of being converted again.
-func specTerms(obj *unstructured.Unstructured, paths, outerPaths [][]any, outer []*ast.Term) []*ast.Term {
+func specTerms(obj *unstructured.Unstructured, paths [][]any, read *InputPaths, outerPaths [][]any, outer []*ast.Term) []*ast.Term {
+	var elem *InputPaths
+	if read != nil && !read.all {
+		if read.each == nil {
+			return nil // only there, as an array: no element is read
+		}
+		elem = read.each
+	}
 	out := make([]*ast.Term, len(paths))
 	for i, p := range paths {
 		out[i] = nullTerm
 		if t := withinTerm(p, outerPaths, outer); t != nil {
-			out[i] = t
+			out[i] = projectTerm(t, elem)
 		} else if v, ok := valueAt(obj.Object, p); ok {
-			if val, err := ast.InterfaceToValue(v); err == nil {
+			if val, err := projectValue(v, elem); err == nil {
 				out[i] = ast.NewTerm(val)
 			}
 		}

@@ -5,21 +5,26 @@ import (
 )
 
 // InputPaths is what a policy set can read of its input, found in its compiled
-// modules when it loads: every reference rooted at input, up to its first part
-// that is not a constant string (input.workload.totalRequests[r] reads all of
-// totalRequests). The request's input is built with only these parts, and the
-// decision cache keys on them, so that what no policy reads (an object's name
-// and uid, its status, a user's groups) neither costs a conversion nor tells
-// two requests apart. A nil *InputPaths reads everything.
+// modules when it loads (readPaths): every reference rooted at input, followed
+// through the variables and function parameters its values are bound to
+// (`some pod in input.workload.podSpecs; pod.containers` reads
+// workload.podSpecs[*].containers). The request's input is built with only
+// these parts, and the decision cache keys on them, so that what no policy
+// reads (an object's name and uid, its status, a user's groups, a container's
+// environment) neither costs a conversion nor tells two requests apart. A nil
+// *InputPaths reads everything.
 type InputPaths struct {
 	// all is true when the whole value at this path is read.
 	all      bool
 	children map[string]*InputPaths
+	// each is what is read under every key or index (a variable's part), also
+	// merged into each of children by seal.
+	each *InputPaths
 }
 
 // reads reports whether anything at or under key is read.
 func (p *InputPaths) reads(key string) bool {
-	return p == nil || p.all || p.children[key] != nil
+	return p == nil || p.all || p.children[key] != nil || p.each != nil
 }
 
 // child is the paths read under key; nil (everything) when this one is read whole.
@@ -27,25 +32,88 @@ func (p *InputPaths) child(key string) *InputPaths {
 	if p == nil || p.all {
 		return nil
 	}
-	return p.children[key]
+	if c := p.children[key]; c != nil {
+		return c
+	}
+	return p.each
 }
 
 func (p *InputPaths) add(path []string) {
-	for _, key := range path {
+	parts := make([]part, len(path))
+	for i, k := range path {
+		parts[i] = part{key: k}
+	}
+	p.addParts(parts)
+}
+
+func (p *InputPaths) addParts(path []part) {
+	for _, k := range path {
 		if p.all {
 			return
 		}
-		if p.children == nil {
-			p.children = map[string]*InputPaths{}
-		}
-		next := p.children[key]
-		if next == nil {
-			next = &InputPaths{}
-			p.children[key] = next
-		}
-		p = next
+		p = p.next(k)
 	}
-	p.all, p.children = true, nil
+	p.all, p.children, p.each = true, nil, nil
+}
+
+// present marks the value at path read for its type only: an object there is
+// kept without the keys nothing else reads, an array without its elements.
+func (p *InputPaths) present(path []part) {
+	for _, k := range path {
+		if p.all {
+			return
+		}
+		p = p.next(k)
+	}
+}
+
+// next is the node under k, made when missing.
+func (p *InputPaths) next(k part) *InputPaths {
+	if k.any {
+		if p.each == nil {
+			p.each = &InputPaths{}
+		}
+		return p.each
+	}
+	if p.children == nil {
+		p.children = map[string]*InputPaths{}
+	}
+	c := p.children[k.key]
+	if c == nil {
+		c = &InputPaths{}
+		p.children[k.key] = c
+	}
+	return c
+}
+
+// merge adds everything o reads to p.
+func (p *InputPaths) merge(o *InputPaths) {
+	if p.all || o == nil {
+		return
+	}
+	if o.all {
+		p.all, p.children, p.each = true, nil, nil
+		return
+	}
+	for k, c := range o.children {
+		p.next(part{key: k}).merge(c)
+	}
+	if o.each != nil {
+		p.next(part{any: true}).merge(o.each)
+	}
+}
+
+// seal merges what is read under every key into each named key's paths, so
+// that child(key) alone says what is read under key.
+func (p *InputPaths) seal() {
+	if p == nil || p.all {
+		return
+	}
+	p.each.seal()
+	for _, c := range p.children {
+		c.merge(p.each)
+		c.seal()
+	}
 }
 
 // setFacts are what the analysis of a compiled set found.
@@ -62,33 +130,11 @@ type setFacts struct {
 
 // analyze reads the serving modules of a compiled set (tests are never loaded
 // to serve).
-func analyze(modules map[string]*ast.Module) setFacts {
-	paths, bounded, deterministic := &InputPaths{}, true, true
-	for _, m := range modules {
-		ast.WalkRefs(m, func(r ast.Ref) bool {
-			if !r[0].Equal(ast.InputRootDocument) {
-				return false
-			}
-			path := make([]string, 0, len(r)-1)
-			for _, t := range r[1:] {
-				s, ok := t.Value.(ast.String)
-				if !ok {
-					break
-				}
-				path = append(path, string(s))
-			}
-			if len(path) == 0 {
-				bounded = false
-			}
-			paths.add(path)
-			return false
-		})
+func analyze(c *ast.Compiler) setFacts {
+	reads, deterministic := newReadPaths(c), true
+	for _, m := range c.Modules {
+		reads.module(m)
 		ast.WalkExprs(m, func(e *ast.Expr) bool {
-			for _, w := range e.With {
-				if w.Target.Value.(ast.Ref)[0].Equal(ast.InputRootDocument) {
-					bounded = false
-				}
-			}
 			if e.IsCall() && nondeterministic(e.Operator()) {
 				deterministic = false
 			}
@@ -101,9 +147,11 @@ func analyze(modules map[string]*ast.Module) setFacts {
 			return false
 		})
 	}
-	if !bounded {
+	paths := reads.input
+	if !reads.bounded {
 		paths = nil
 	}
+	paths.seal()
 	return setFacts{paths: paths, deterministic: deterministic}
 }
 
@@ -112,41 +160,95 @@ func nondeterministic(op ast.Ref) bool {
 	return ok && b.Nondeterministic
 }
 
-// projectTerm keeps only the read parts of an object term; a term read whole,
-// or not an object, is returned as it is.
+// projectTerm keeps only the read parts of a term: an object's read keys, an
+// array's elements each projected when every element is read into; a term read
+// whole, or any other, is returned as it is.
 func projectTerm(t *ast.Term, p *InputPaths) *ast.Term {
-	obj, ok := t.Value.(ast.Object)
-	if p == nil || p.all || !ok {
+	if p == nil || p.all {
 		return t
 	}
-	out := make([][2]*ast.Term, 0, len(p.children))
-	for k, child := range p.children {
-		if v := obj.Get(keyTerm(k)); v != nil {
-			out = append(out, [2]*ast.Term{keyTerm(k), projectTerm(v, child)})
+	switch v := t.Value.(type) {
+	case ast.Object:
+		out := make([][2]*ast.Term, 0, len(p.children))
+		if p.each != nil {
+			v.Foreach(func(k, e *ast.Term) {
+				if s, ok := k.Value.(ast.String); ok {
+					out = append(out, [2]*ast.Term{k, projectTerm(e, p.child(string(s)))})
+				} else {
+					out = append(out, [2]*ast.Term{k, projectTerm(e, p.each)})
+				}
+			})
+			return ast.ObjectTerm(out...)
 		}
+		for k, child := range p.children {
+			if e := v.Get(keyTerm(k)); e != nil {
+				out = append(out, [2]*ast.Term{keyTerm(k), projectTerm(e, child)})
+			}
+		}
+		return ast.ObjectTerm(out...)
+	case *ast.Array:
+		if p.each == nil {
+			return ast.ArrayTerm()
+		}
+		out := make([]*ast.Term, v.Len())
+		for i := range out {
+			out[i] = projectTerm(v.Elem(i), p.each)
+		}
+		return ast.ArrayTerm(out...)
 	}
-	return ast.ObjectTerm(out...)
+	return t
 }
 
 // projectValue converts the read parts of a decoded JSON value (an
-// unstructured object's content) to an OPA value: an object's unread keys are
-// never converted.
+// unstructured object's content) to an OPA value: an object's unread keys,
+// and an array's elements' unread keys, are never converted.
 func projectValue(v any, p *InputPaths) (ast.Value, error) {
-	m, ok := v.(map[string]any)
-	if p == nil || p.all || !ok {
+	if p == nil || p.all {
 		return ast.InterfaceToValue(v)
 	}
+	switch x := v.(type) {
+	case map[string]any:
+		return projectMap(x, p)
+	case []any:
+		if p.each == nil {
+			return ast.NewArray(), nil
+		}
+		out := make([]*ast.Term, len(x))
+		for i, e := range x {
+			val, err := projectValue(e, p.each)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = ast.NewTerm(val)
+		}
+		return ast.NewArray(out...), nil
+	}
+	return ast.InterfaceToValue(v)
+}
+
+func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
 	out := make([][2]*ast.Term, 0, len(p.children))
-	for k, child := range p.children {
-		sub, ok := m[k]
-		if !ok {
-			continue
-		}
+	add := func(k string, sub any, child *InputPaths) error {
 		val, err := projectValue(sub, child)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
 		}
-		out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
+		return err
+	}
+	if p.each != nil {
+		for k, sub := range m {
+			if err := add(k, sub, p.child(k)); err != nil {
+				return nil, err
+			}
+		}
+		return ast.NewObject(out...), nil
+	}
+	for k, child := range p.children {
+		if sub, ok := m[k]; ok {
+			if err := add(k, sub, child); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return ast.NewObject(out...), nil
 }

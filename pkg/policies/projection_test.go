@@ -11,7 +11,8 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// flatten lists the paths a set reads, "*" for everything.
+// flatten lists the paths a set reads, "*" for everything and for any key
+// or index, "?" after a path that must only be there (its type is read).
 func flatten(p *InputPaths) []string {
 	if p == nil {
 		return []string{"*"}
@@ -23,8 +24,14 @@ func flatten(p *InputPaths) []string {
 			out = append(out, strings.Join(prefix, "."))
 			return
 		}
+		if len(p.children) == 0 && p.each == nil {
+			out = append(out, strings.Join(prefix, ".")+"?")
+		}
 		for k, c := range p.children {
 			walk(c, append(slices.Clone(prefix), k))
+		}
+		if p.each != nil {
+			walk(p.each, append(slices.Clone(prefix), "*"))
 		}
 	}
 	walk(p, nil)
@@ -38,11 +45,11 @@ func analyzeSource(src string) setFacts {
 	c := ast.NewCompiler()
 	c.Compile(map[string]*ast.Module{"p.rego": mod})
 	Expect(c.Failed()).To(BeFalse(), "%v", c.Errors)
-	return analyze(c.Modules)
+	return analyze(c)
 }
 
 var _ = Describe("What a policy set reads of its input", func() {
-	DescribeTable("is every reference to input, up to its first computed part",
+	DescribeTable("is every reference to input, followed through variables and functions",
 		func(rules string, want []string, deterministic bool) {
 			got := analyzeSource("package p\n\nimport data.lib\n\n" + rules)
 			Expect(cmp.Diff(want, flatten(got.paths))).To(BeEmpty())
@@ -51,10 +58,10 @@ var _ = Describe("What a policy set reads of its input", func() {
 		Entry("fixed paths", `deny contains "x" if input.workload.queueName == "q"
 warn contains "y" if input.request.userInfo.username == "bob"`,
 			[]string{"request.userInfo.username", "workload.queueName"}, true),
-		Entry("a computed key reads the whole value before it", `deny contains r if {
+		Entry("a computed key reads every key", `deny contains r if {
 	some r, n in input.workload.totalRequests
 	n > input.namespace.labels[r]
-}`, []string{"namespace.labels", "workload.totalRequests"}, true),
+}`, []string{"namespace.labels.*", "workload.totalRequests.*"}, true),
 		Entry("a shorter path wins over a longer one", `a if input.object.metadata.labels.x
 b if input.object.metadata`, []string{"object.metadata"}, true),
 		Entry("an imported input path is resolved", `import input.object.spec as spec
@@ -63,8 +70,54 @@ deny contains "x" if spec.parallelism > 2`, []string{"object.spec.parallelism"},
 		Entry("a computed first key reads everything", `deny contains k if input[k]`, []string{"*"}, true),
 		Entry("a with on input reads everything", `x if input.a
 deny contains "x" if x with input as {"a": true}`, []string{"*"}, true),
-		Entry("a function's arguments count", `f(o) := o.spec
-deny contains "x" if f(input.object).parallelism > 1`, []string{"object"}, true),
+		Entry("a variable bound to an element reads only what is read of it", `deny contains "x" if {
+	some pod in input.workload.podSpecs
+	pod.terminationGracePeriodSeconds > 30
+}`, []string{"workload.podSpecs.*.terminationGracePeriodSeconds"}, true),
+		Entry("an element only iterated must still be there", `deny contains i if {
+	some i, _ in input.workload.podSpecs
+}`, []string{"workload.podSpecs.*?"}, true),
+		Entry("a variable compared whole reads its value whole", `deny contains "x" if {
+	some pod in input.workload.podSpecs
+	pod == {}
+}`, []string{"workload.podSpecs.*"}, true),
+		Entry("a variable compared with another reads both whole", `deny contains "x" if {
+	a := input.object.spec
+	b := input.oldObject.spec
+	a == b
+}`, []string{"object.spec", "oldObject.spec"}, true),
+		Entry("a variable in a rule's value reads it whole", `pods contains pod if some pod in input.workload.podSpecs
+deny contains "x" if count(pods) > 3`, []string{"workload.podSpecs.*"}, true),
+		Entry("a variable passed to a built-in reads it whole", `deny contains "x" if {
+	some c in input.object.spec.containers
+	count(c.env) > 100
+}`, []string{"object.spec.containers.*.env"}, true),
+		Entry("a type check needs only the value's type", `deny contains "x" if is_object(input.oldWorkload)`,
+			[]string{"oldWorkload?"}, true),
+		Entry("object.get with a constant key reads that key", `deny contains "x" if {
+	some pod in input.workload.podSpecs
+	object.get(pod, ["securityContext", "runAsUser"], 0) == 0
+}`, []string{"workload.podSpecs.*.securityContext.runAsUser"}, true),
+		Entry("object.get with a computed key reads the object whole", `deny contains k if {
+	some k in ["a", "b"]
+	object.get(input.object.spec, k, 0) == 0
+}`, []string{"object.spec"}, true),
+		Entry("a function reads of its argument what its body reads of the parameter", `grace(pod) := object.get(pod, "terminationGracePeriodSeconds", 30)
+deny contains "x" if {
+	some pod in input.workload.podSpecs
+	grace(pod) > 300
+}`, []string{"workload.podSpecs.*.terminationGracePeriodSeconds"}, true),
+		Entry("through functions calling functions", `inner(c) := c.resources.requests.cpu
+outer(pod) := [inner(c) | some c in pod.containers]
+deny contains "x" if count(outer(input.object.spec)) > 1`, []string{"object.spec.containers.*.resources.requests.cpu"}, true),
+		Entry("a function's value is read whole", `f(o) := o.spec
+deny contains "x" if f(input.object).parallelism > 1`, []string{"object.spec"}, true),
+		Entry("a function's unused parameter must still be there", `f(_) := true
+deny contains "x" if f(input.object.spec)`, []string{"object.spec?"}, true),
+		Entry("a function with a constant argument reads that parameter whole", `f("x", o) := o.a
+deny contains "x" if f(input.workload.kind, input.object) == 1`, []string{"object.a", "workload.kind"}, true),
+		Entry("a parameter given twice compares its arguments whole", `same(x, x) := true
+deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"object.spec", "oldObject.spec"}, true),
 		Entry("time makes the set non-deterministic", `deny contains "late" if time.now_ns() > input.workload.deadline`,
 			[]string{"workload.deadline"}, false),
 		Entry("so does a nested random number", `deny contains "x" if {
@@ -83,7 +136,14 @@ deny contains "x" if f(input.object).parallelism > 1`, []string{"object"}, true)
 			"request", "request.uid", "request.name"} {
 			Expect(read).NotTo(ContainElement(p))
 		}
-		Expect(read).To(ContainElements("object.metadata.labels", "workload"))
+		Expect(read).To(ContainElements("object.metadata.labels", "workload.queueName"))
+		// A pod spec's containers are read field by field: their environment,
+		// image and command are never converted.
+		for _, p := range []string{"workload", "workload.podSpecs.*", "workload.jobSpecs.*", "workload.podSpecs.*.containers.*",
+			"oldWorkload", "oldWorkload.podSpecs.*", "oldWorkload.jobSpecs.*"} {
+			Expect(read).NotTo(ContainElement(p))
+		}
+		Expect(read).To(ContainElement("workload.podSpecs.*.containers.*.resources.requests.*"))
 		Expect(set.decisions).NotTo(BeNil())
 	})
 

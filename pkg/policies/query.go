@@ -149,7 +149,7 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 		return nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
 	}
 	s.subsets = map[string]*lazyQuery{}
-	s.facts = analyze(c.compiler.Modules)
+	s.facts = analyze(c.compiler)
 	if s.facts.deterministic {
 		s.decisions = newDecisionCache(cacheSize)
 	}

@@ -26,26 +26,21 @@ required := object.get(lib.settings, "required_requests", ["cpu", "memory"])
 # must be above zero whatever it says.
 minimum := object.get(lib.settings, "minimum_requests", {})
 
-# pod_specs are [path, spec] for every pod spec in the object (kueue-guard finds
-# them: input.workload.podSpecPaths and podSpecs): spec itself for a
-# Pod, and every pod template's spec in the other kinds.
-pod_specs contains [path, pod] if {
-	some i, path in input.workload.podSpecPaths
-	pod := input.workload.podSpecs[i]
+# containers are [i, list, j] for the regular and init containers (a sidecar is
+# an init container with restartPolicy: Always) of every pod spec of the object:
+# input.workload.podSpecs[i], found at input.workload.podSpecPaths[i] (for a Pod,
+# its spec; for the other kinds, every pod template's). Indices rather than the
+# containers, so that kueue-guard builds only what the rules read of them: a
+# container's environment or command is never converted. Fields and names are
+# rendered only for a denial: this runs on every request.
+containers contains [i, list, j] if {
+	some i, pod in input.workload.podSpecs
 	is_array(pod.containers)
-}
-
-# containers are [path, list, index, container] for the regular and init
-# containers (a sidecar is an init container with restartPolicy: Always) of
-# every pod spec. Fields and names are rendered only for a denial: this runs
-# on every request.
-containers contains [path, list, i, c] if {
-	some [path, pod] in pod_specs
 	some list in ["containers", "initContainers"]
-	some i, c in object.get(pod, list, [])
+	some j, _ in pod[list]
 }
 
-field_of(path, list, i) := sprintf("%s.%s[%d].resources.requests", [lib.field_path(path), list, i])
+field_of(i, list, j) := sprintf("%s.%s[%d].resources.requests", [lib.field_path(input.workload.podSpecPaths[i]), list, j])
 
 fix(r) := sprintf("request at least %v", [minimum[r]]) if minimum[r]
 
@@ -57,7 +52,6 @@ kind_of("initContainers", c) := "sidecar" if c.restartPolicy == "Always"
 
 else := "init container"
 
-# declared(c, r) is the request Kueue charges for r: the request, else the limit.
 # declared(c, r) is the container's request of r, else its limit (Kueue
 # takes a limit as the request); undefined when it declares neither.
 declared(c, r) := q if {
@@ -76,17 +70,19 @@ too_small(q, _) if quantity(q) <= 0
 
 too_small(q, r) if quantity(q) < quantity(minimum[r])
 
-deny contains {"msg": msg, "field": field_of(path, list, i)} if {
+deny contains {"msg": msg, "field": field_of(i, list, j)} if {
 	lib.judged
-	some [path, list, i, c] in containers
+	some [i, list, j] in containers
+	c := input.workload.podSpecs[i][list][j]
 	missing := [r | some r in required; not declared(c, r)]
 	count(missing) > 0
 	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind_of(list, c), object.get(c, "name", ""), concat(" or ", missing)])
 }
 
-deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(path, list, i), r])} if {
+deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(i, list, j), r])} if {
 	lib.judged
-	some [path, list, i, c] in containers
+	some [i, list, j] in containers
+	c := input.workload.podSpecs[i][list][j]
 	some r in required
 	q := declared(c, r)
 	too_small(q, r)
