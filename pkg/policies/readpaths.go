@@ -60,7 +60,7 @@ func newReadPaths(c *ast.Compiler) *readPaths {
 func (a *readPaths) module(m *ast.Module) {
 	for _, r := range m.Rules {
 		if len(r.Head.Args) > 0 {
-			a.function(r.Path())
+			a.function(r.Ref().GroundPrefix())
 			continue
 		}
 		for ; r != nil; r = r.Else {
