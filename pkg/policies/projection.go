@@ -162,41 +162,58 @@ func nondeterministic(op ast.Ref) bool {
 
 // projectTerm keeps only the read parts of a term: an object's read keys, an
 // array's elements each projected when every element is read into; a term read
-// whole, or any other, is returned as it is.
+// whole, or any other, is returned as it is, and so is one the projection
+// leaves unchanged (a pod set whose every field is read), without a copy.
 func projectTerm(t *ast.Term, p *InputPaths) *ast.Term {
 	if p == nil || p.all {
 		return t
 	}
 	switch v := t.Value.(type) {
 	case ast.Object:
-		out := make([][2]*ast.Term, 0, len(p.children))
-		if p.each != nil {
-			v.Foreach(func(k, e *ast.Term) {
-				if s, ok := k.Value.(ast.String); ok {
-					out = append(out, [2]*ast.Term{k, projectTerm(e, p.child(string(s)))})
-				} else {
-					out = append(out, [2]*ast.Term{k, projectTerm(e, p.each)})
-				}
-			})
-			return ast.ObjectTerm(out...)
-		}
-		for k, child := range p.children {
-			if e := v.Get(keyTerm(k)); e != nil {
-				out = append(out, [2]*ast.Term{keyTerm(k), projectTerm(e, child)})
-			}
-		}
-		return ast.ObjectTerm(out...)
+		return projectObject(t, v, p)
 	case *ast.Array:
 		if p.each == nil {
 			return ast.ArrayTerm()
 		}
-		out := make([]*ast.Term, v.Len())
-		for i := range out {
-			out[i] = projectTerm(v.Elem(i), p.each)
+		var out []*ast.Term // made at the first element that changes
+		for i := range v.Len() {
+			e := v.Elem(i)
+			pe := projectTerm(e, p.each)
+			if pe != e && out == nil {
+				out = make([]*ast.Term, i, v.Len())
+				for j := range i {
+					out[j] = v.Elem(j)
+				}
+			}
+			if out != nil {
+				out = append(out, pe)
+			}
+		}
+		if out == nil {
+			return t
 		}
 		return ast.ArrayTerm(out...)
 	}
 	return t
+}
+
+func projectObject(t *ast.Term, obj ast.Object, p *InputPaths) *ast.Term {
+	out := make([][2]*ast.Term, 0, obj.Len())
+	same := true
+	obj.Foreach(func(k, e *ast.Term) {
+		s, ok := k.Value.(ast.String)
+		if !ok || !p.reads(string(s)) {
+			same = false
+			return
+		}
+		pe := projectTerm(e, p.child(string(s)))
+		same = same && pe == e
+		out = append(out, [2]*ast.Term{k, pe})
+	})
+	if same {
+		return t
+	}
+	return ast.ObjectTerm(out...)
 }
 
 // projectValue converts the read parts of a decoded JSON value (an
@@ -227,28 +244,23 @@ func projectValue(v any, p *InputPaths) (ast.Value, error) {
 }
 
 func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
-	out := make([][2]*ast.Term, 0, len(p.children))
-	add := func(k string, sub any, child *InputPaths) error {
-		val, err := projectValue(sub, child)
-		if err == nil {
-			out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
+	out := make([][2]*ast.Term, 0, min(len(m), len(p.children)+len(m)*boolInt(p.each != nil)))
+	for k, sub := range m {
+		if !p.reads(k) {
+			continue
 		}
-		return err
-	}
-	if p.each != nil {
-		for k, sub := range m {
-			if err := add(k, sub, p.child(k)); err != nil {
-				return nil, err
-			}
+		val, err := projectValue(sub, p.child(k))
+		if err != nil {
+			return nil, err
 		}
-		return ast.NewObject(out...), nil
-	}
-	for k, child := range p.children {
-		if sub, ok := m[k]; ok {
-			if err := add(k, sub, child); err != nil {
-				return nil, err
-			}
-		}
+		out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
 	}
 	return ast.NewObject(out...), nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

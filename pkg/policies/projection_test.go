@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -159,5 +160,44 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 		Expect(cmp.Diff(map[string]any{"metadata": map[string]any{"labels": map[string]any{"q": "x"}}}, js)).To(BeEmpty())
 		Expect(paths.reads("workload")).To(BeFalse())
 		Expect((*InputPaths)(nil).reads("workload")).To(BeTrue())
+	})
+
+	DescribeTable("projects terms and decoded values alike, through every key or element",
+		func(value string, paths [][]string, want string) {
+			read := &InputPaths{}
+			for _, p := range paths {
+				parts := make([]part, len(p))
+				for i, k := range p {
+					parts[i] = part{key: k, any: k == "*"}
+				}
+				read.addParts(parts)
+			}
+			read.seal()
+			var decoded any
+			Expect(json.Unmarshal([]byte(value), &decoded)).To(Succeed())
+			fromValue, err := projectValue(decoded, read)
+			Expect(err).NotTo(HaveOccurred())
+			fromTerm := projectTerm(ast.MustParseTerm(value), read)
+			Expect(cmp.Diff(ast.MustParseTerm(want).String(), fromTerm.String())).To(BeEmpty())
+			Expect(cmp.Diff(ast.MustParseTerm(want).String(), ast.NewTerm(fromValue).String())).To(BeEmpty())
+		},
+		Entry("an element's unread keys are left out", `[{"a": 1, "b": 2}, {"a": 3, "c": 4}]`, [][]string{{"*", "a"}},
+			`[{"a": 1}, {"a": 3}]`),
+		Entry("every key, and one key further", `{"x": {"a": 1, "b": 2}, "y": {"a": 3, "b": 4}}`,
+			[][]string{{"*", "a"}, {"x", "b"}}, `{"x": {"a": 1, "b": 2}, "y": {"a": 3}}`),
+		Entry("an array only there keeps no element", `{"l": [1, 2], "m": 3}`, [][]string{{"l", "?"}},
+			`{"l": []}`),
+		Entry("a scalar where an object was expected is kept", `{"a": "text"}`, [][]string{{"a", "b"}}, `{"a": "text"}`),
+	)
+
+	It("returns a term the projection leaves unchanged as it is, without a copy", func() {
+		read := &InputPaths{}
+		read.addParts([]part{{any: true}, {key: "a"}})
+		read.addParts([]part{{any: true}, {key: "b"}})
+		t := ast.MustParseTerm(`[{"a": 1, "b": {"c": 2}}]`)
+		Expect(projectTerm(t, read)).To(BeIdenticalTo(t))
+		only := &InputPaths{}
+		only.add([]string{"x"})
+		Expect(projectTerm(ast.MustParseTerm(`{"x": 1, "y": 2}`), only).String()).To(Equal(`{"x": 1}`))
 	})
 })
