@@ -22,6 +22,7 @@
 //	capabilities.go  the built-ins policies may not call
 //	schema.go        the input's JSON Schema (schemas/input.json), as schema.input
 //	input.go         BuildInput: the policy input of one request
+//	specs.go         the pod and Job specs of the object, as the summary finds them
 //	readpaths.go     what a compiled set reads of input, followed through variables
 //	projection.go    InputPaths: the input built and keyed with only those parts
 //	query.go         the evaluation queries, prepared once per set
