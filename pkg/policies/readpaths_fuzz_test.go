@@ -1,0 +1,113 @@
+package policies_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/gomega"
+)
+
+// FuzzProjectedDecisions gives the policy step any queued Job to create and
+// compares its decision, made on the input built from only what the policies
+// read (and reused for an input seen before), with every policy evaluated on
+// the whole input. The policies are the shipped ones and trickyReads, which
+// reach fields every way the input analysis must follow or give up on: a
+// field the analysis misses changes an answer here.
+func FuzzProjectedDecisions(f *testing.F) {
+	RegisterTestingT(f)
+	files := maps.Clone(trickyReads)
+	entries, err := os.ReadDir(shippedDir)
+	Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		if name := e.Name(); !strings.HasSuffix(name, "_test.rego") {
+			content, err := os.ReadFile(filepath.Join(shippedDir, name))
+			Expect(err).NotTo(HaveOccurred())
+			files[name] = string(content)
+		}
+	}
+	dir := f.TempDir()
+	writeFiles(dir, files)
+	fast := policies.NewStep(loadedEngine(dir))
+	full := loadedEngine(dir, noDecisionCache)
+	view := gpuCluster("2")
+	for _, change := range trickyChanges() {
+		obj := gpuJob("fuzz", 2, "1")
+		change(fixtures.Object{Unstructured: obj})
+		raw, err := json.Marshal(obj.Object)
+		Expect(err).NotTo(HaveOccurred())
+		f.Add(raw)
+	}
+
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		req := fuzzJobCreate(raw)
+		if req == nil {
+			t.Skip()
+		}
+		in, err := policies.BuildInput(t.Context(), req, admission.Target{}, view)
+		if err != nil {
+			t.Skip() // refused before any policy: the step refuses it too
+		}
+		res := full.Evaluate(t.Context(), in)
+		if len(res.Failures) > 0 {
+			t.Skip() // a policy that fails on this input fails on the step's too
+		}
+		want := []string{}
+		for _, f := range res.Findings {
+			want = append(want, fmt.Sprintf("%s: %s", f.Policy.ID, f.Message))
+		}
+		slices.Sort(want)
+		p := admission.NewPipeline(nil, nil, admission.Steps{Validating: []admission.ValidationStep{fast}})
+		d, err := p.Validate(t.Context(), req, view)
+		if err != nil {
+			t.Fatalf("the step failed where a full evaluation did not: %v", err)
+		}
+		if diff := cmp.Diff(want, policyFindings(d)); diff != "" {
+			t.Fatalf("the step's decision differs from a full evaluation (-full +step):\n%s\nobject: %s", diff, raw)
+		}
+	})
+}
+
+// fuzzJobCreate is a CREATE of raw as a Job in ml, queued in lq, or nil when
+// raw is not a JSON object with an object's metadata.
+func fuzzJobCreate(raw []byte) *admission.Request {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil
+	}
+	meta, ok := m["metadata"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	labels["kueue.x-k8s.io/queue-name"] = "lq"
+	meta["labels"] = labels
+	obj := &unstructured.Unstructured{Object: m}
+	obj.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
+	obj.SetNamespace("ml")
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return &admission.Request{Raw: body, UID: "fuzz", Operation: admissionv1.Create, Kind: obj.GroupVersionKind(),
+		Namespace: "ml", Name: obj.GetName(), Object: obj,
+		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"ml-team", "system:authenticated"}}}
+}
