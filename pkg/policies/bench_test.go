@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -38,6 +39,19 @@ func benchValidate(b *testing.B, e *policies.Engine, req *admission.Request, vie
 	}
 }
 
+// benchCluster is gpuCluster as the server's informers give it: every object
+// with a uid and a resourceVersion, so that the input's cluster parts are
+// built once and reused, as they are in the server (a snapshot of objects
+// without a version is rebuilt on every request).
+func benchCluster(usedGPUs string) *cluster.Snapshot {
+	objs := gpuClusterObjects(usedGPUs)
+	for _, o := range objs {
+		o.SetUID(types.UID(o.GetNamespace() + "/" + o.GetName()))
+		o.SetResourceVersion("1")
+	}
+	return snapshot(objs...)
+}
+
 // noDecisionCache makes a benchmark measure evaluations: a repeated input would
 // otherwise be answered from the cache after the first.
 func noDecisionCache(o *policies.Options) { o.DecisionCacheSize = -1 }
@@ -45,7 +59,7 @@ func noDecisionCache(o *policies.Options) { o.DecisionCacheSize = -1 }
 func BenchmarkEvaluateShippedJob(b *testing.B) {
 	RegisterTestingT(b)
 	e := loadedEngine(shippedDir, noDecisionCache)
-	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
+	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
 }
 
 func BenchmarkEvaluateShippedJobSet(b *testing.B) {
@@ -59,7 +73,7 @@ func BenchmarkEvaluateShippedJobSet(b *testing.B) {
 	extra[0].(map[string]any)["name"] = "driver"
 	extra[0].(map[string]any)["replicas"] = int64(1)
 	Expect(unstructured.SetNestedSlice(js.Object, append(jobs, extra[0]), "spec", "replicatedJobs")).To(Succeed())
-	benchValidate(b, e, createRequest(js), gpuCluster("0"))
+	benchValidate(b, e, createRequest(js), benchCluster("0"))
 }
 
 func BenchmarkEvaluateNPolicies(b *testing.B) {
@@ -76,7 +90,7 @@ func BenchmarkEvaluateNPolicies(b *testing.B) {
 			writeFiles(dir, files)
 			e := loadedEngine(dir, noDecisionCache)
 			Expect(e.Policies()).To(HaveLen(n))
-			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("0"))
+			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), benchCluster("0"))
 		})
 	}
 }
@@ -103,7 +117,7 @@ func BenchmarkEvaluateNPoliciesMatching(b *testing.B) {
 			writeFiles(dir, files)
 			e := loadedEngine(dir, noDecisionCache)
 			Expect(e.Policies()).To(HaveLen(n))
-			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("0"))
+			benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), benchCluster("0"))
 		})
 	}
 }
@@ -133,7 +147,7 @@ func BenchmarkShippedPolicy(b *testing.B) {
 			files := maps.Clone(shared)
 			files[name] = string(content)
 			writeFiles(dir, files)
-			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
+			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
 		})
 	}
 }
@@ -143,5 +157,5 @@ func BenchmarkShippedPolicy(b *testing.B) {
 func BenchmarkEvaluateShippedJobCached(b *testing.B) {
 	RegisterTestingT(b)
 	e := loadedEngine(shippedDir)
-	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), gpuCluster("2"))
+	benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/format"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -50,7 +51,11 @@ func gpuJob(name string, parallelism int64, gpus string) *unstructured.Unstructu
 // borrowing limit of 4 (cpu and memory may borrow without limit), with usedGPUs
 // in use; LocalQueue lq in namespace ml points to it.
 func gpuCluster(usedGPUs string) *cluster.Snapshot {
-	return snapshot(
+	return snapshot(gpuClusterObjects(usedGPUs)...)
+}
+
+func gpuClusterObjects(usedGPUs string) []client.Object {
+	return []client.Object{
 		namespace("ml", nil, nil),
 		localQueue("ml", "lq", "cq"),
 		&kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "a100"}},
@@ -61,7 +66,7 @@ func gpuCluster(usedGPUs string) *cluster.Snapshot {
 		),
 		// A sibling in the cohort with GPUs to lend: cq may borrow up to its limit.
 		clusterQueue("lender", "research", quota{flavor: "a100", resource: gpu, nominal: "8"}),
-	)
+	}
 }
 
 func messagesOf(d *admission.Decision, rule string) []string {
