@@ -243,22 +243,26 @@ func requestTerm(req *admission.Request, trusted bool, p *InputPaths) *ast.Term 
 	f.set("kind", func() *ast.Term { return gvkTerm(req.Kind) })
 	f.set("namespace", func() *ast.Term { return str(req.Namespace) })
 	f.set("name", func() *ast.Term { return str(req.Name) })
-	f.set("userInfo", func() *ast.Term { return userInfoTerm(req.UserInfo) })
+	f.add("userInfo", func(p *InputPaths) *ast.Term { return userInfoTerm(req.UserInfo, p) })
 	f.set("dryRun", func() *ast.Term { return boolTerm(req.DryRun) })
 	return f.term()
 }
 
-func userInfoTerm(u authenticationv1.UserInfo) *ast.Term {
-	extra := ast.NewObject()
-	for k, v := range u.Extra {
-		extra.Insert(str(k), stringsTerm(v))
-	}
-	return ast.ObjectTerm(
-		item("username", str(u.Username)),
-		item("uid", str(u.UID)),
-		item("groups", stringsTerm(u.Groups)),
-		item("extra", ast.NewTerm(extra)),
-	)
+// userInfoTerm is built with only the keys read, like the summary: a user's
+// extra is a map no shipped policy reads.
+func userInfoTerm(u authenticationv1.UserInfo, p *InputPaths) *ast.Term {
+	f := fields{paths: p}
+	f.set("username", func() *ast.Term { return str(u.Username) })
+	f.set("uid", func() *ast.Term { return str(u.UID) })
+	f.set("groups", func() *ast.Term { return stringsTerm(u.Groups) })
+	f.set("extra", func() *ast.Term {
+		extra := ast.NewObject()
+		for k, v := range u.Extra {
+			extra.Insert(str(k), stringsTerm(v))
+		}
+		return ast.NewTerm(extra)
+	})
+	return f.term()
 }
 
 func stringsTerm(ss []string) *ast.Term {
