@@ -147,7 +147,7 @@ func (a *readPaths) body(s *scope, b ast.Body) {
 
 func (a *readPaths) expr(s *scope, e *ast.Expr) {
 	for _, w := range e.With {
-		if w.Target.Value.(ast.Ref)[0].Equal(ast.InputRootDocument) {
+		if target, ok := w.Target.Value.(ast.Ref); !ok || target[0].Equal(ast.InputRootDocument) {
 			a.bounded = false
 		}
 		a.use(s, w.Value)
@@ -164,7 +164,7 @@ func (a *readPaths) expr(s *scope, e *ast.Expr) {
 		if (e.IsEquality() || e.IsAssignment()) && (a.bind(s, t[1], t[2]) || a.bind(s, t[2], t[1])) {
 			return
 		}
-		a.call(s, t[0].Value.(ast.Ref), t[1:])
+		a.call(s, t[0], t[1:])
 	default:
 		ast.WalkTerms(e, func(t *ast.Term) bool {
 			a.use(s, t)
@@ -195,7 +195,14 @@ func (a *readPaths) bind(s *scope, v, value *ast.Term) bool {
 // call records a call's reads: a user function's arguments by what its
 // parameters read, object.get's object by its constant key, any other
 // built-in's arguments whole.
-func (a *readPaths) call(s *scope, op ast.Ref, args []*ast.Term) {
+func (a *readPaths) call(s *scope, operator *ast.Term, args []*ast.Term) {
+	op, ok := operator.Value.(ast.Ref)
+	if !ok { // never made by OPA's parser: read every argument whole
+		for _, arg := range args {
+			a.use(s, arg)
+		}
+		return
+	}
 	if op[0].Equal(ast.DefaultRootDocument) {
 		params := a.function(op)
 		for i, arg := range args {
@@ -295,7 +302,7 @@ func (a *readPaths) use(s *scope, t *ast.Term) {
 		}
 		a.refParts(s, t)
 	case ast.Call:
-		a.call(s, v[0].Value.(ast.Ref), v[1:])
+		a.call(s, v[0], v[1:])
 	case *ast.ArrayComprehension:
 		a.body(s, v.Body)
 		a.use(s, v.Term)
