@@ -119,8 +119,8 @@ func (p *InputPaths) seal() {
 // setFacts are what the analysis of a compiled set found.
 type setFacts struct {
 	// paths are the input paths the set reads; nil when it reads input in a
-	// way the analysis cannot bound (input as a whole, a computed key, a with
-	// modifier on input): then every request gets the whole input.
+	// way the analysis cannot bound (input as a whole, a computed first key, a
+	// with modifier on input): then every request gets the whole input.
 	paths *InputPaths
 	// deterministic is false when some rule calls a built-in whose result may
 	// differ between two evaluations of one input (time.now_ns, rand.intn,
@@ -243,24 +243,33 @@ func projectValue(v any, p *InputPaths) (ast.Value, error) {
 	return ast.InterfaceToValue(v)
 }
 
+// projectMap walks the map's keys when every key is read into, else only the
+// keys read: a large map (an object's annotations) is not walked for one key.
 func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
-	out := make([][2]*ast.Term, 0, min(len(m), len(p.children)+len(m)*boolInt(p.each != nil)))
-	for k, sub := range m {
-		if !p.reads(k) {
-			continue
-		}
+	var out [][2]*ast.Term
+	add := func(k string, sub any) error {
 		val, err := projectValue(sub, p.child(k))
-		if err != nil {
-			return nil, err
+		if err == nil {
+			out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
 		}
-		out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
+		return err
+	}
+	if p.each != nil {
+		out = make([][2]*ast.Term, 0, len(m))
+		for k, sub := range m {
+			if err := add(k, sub); err != nil {
+				return nil, err
+			}
+		}
+		return ast.NewObject(out...), nil
+	}
+	out = make([][2]*ast.Term, 0, len(p.children))
+	for k := range p.children {
+		if sub, ok := m[k]; ok {
+			if err := add(k, sub); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return ast.NewObject(out...), nil
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
