@@ -85,8 +85,9 @@ func (a *readPaths) function(ref ast.Ref) []*InputPaths {
 	for i := range params {
 		params[i] = &InputPaths{}
 	}
-	for _, r := range rules {
-		for args := r.Head.Args; r != nil; r = r.Else {
+	for _, first := range rules {
+		args := first.Head.Args // an else rule may leave them to the first
+		for r := first; r != nil; r = r.Else {
 			if len(r.Head.Args) > 0 {
 				args = r.Head.Args
 			}
@@ -179,72 +180,54 @@ func (a *readPaths) bind(s *scope, v, value *ast.Term) bool {
 	if !ok || s.seen[name] {
 		return false
 	}
-	from := a.origins(s, value)
-	if from == nil {
+	var from []origin
+	if !a.reach(s, value, func(o origin) { from = append(from, o) }) {
 		return false
-	}
-	a.refParts(s, value)
-	// The binding holds only where the value is defined: it must be there.
-	for _, o := range from {
-		o.tree.present(o.parts)
 	}
 	s.alias[name], s.seen[name] = from, true
 	return true
 }
 
-// call records a call's reads: a user function's arguments by what its
-// parameters read, object.get's object by its constant key, any other
-// built-in's arguments whole.
-func (a *readPaths) call(s *scope, operator *ast.Term, args []*ast.Term) {
-	op, ok := operator.Value.(ast.Ref)
-	if !ok { // never made by OPA's parser: read every argument whole
-		for _, arg := range args {
-			a.use(s, arg)
-		}
-		return
+// reach calls f with each place t's value comes from in input, and reports
+// whether it comes from input at all. Each place is kept present first: a
+// binding or a call holds only where its value is defined.
+func (a *readPaths) reach(s *scope, t *ast.Term, f func(origin)) bool {
+	from := a.origins(s, t)
+	if from == nil {
+		return false
 	}
-	if op[0].Equal(ast.DefaultRootDocument) {
+	a.refParts(s, t)
+	for _, o := range from {
+		o.tree.present(o.parts)
+		f(o)
+	}
+	return true
+}
+
+// call records a call's reads: a user function's arguments by what its
+// parameters read, a type check's argument by its type, object.get's object by
+// its constant key, and any other argument whole.
+func (a *readPaths) call(s *scope, operator *ast.Term, args []*ast.Term) {
+	op, _ := operator.Value.(ast.Ref)
+	switch {
+	case len(op) == 0: // never made by OPA's parser: every argument is read whole
+	case op[0].Equal(ast.DefaultRootDocument):
 		params := a.function(op)
 		for i, arg := range args {
-			from := a.origins(s, arg)
-			if from == nil || params == nil || i >= len(params) {
+			if i >= len(params) || !a.reach(s, arg, func(o origin) { a.graft(o, params[i], nil) }) {
 				a.use(s, arg)
-				continue
-			}
-			a.refParts(s, arg)
-			for _, o := range from {
-				o.tree.present(o.parts)
-				a.graft(o, params[i], nil)
 			}
 		}
 		return
-	}
-	if typeChecks[op.String()] && len(args) >= 1 {
-		// is_object(x) needs x to be there, with its type, not its content:
-		// a projected object is still an object.
-		if from := a.origins(s, args[0]); from != nil {
-			a.refParts(s, args[0])
-			for _, o := range from {
-				o.tree.present(o.parts)
-			}
-			for _, arg := range args[1:] {
-				a.use(s, arg)
-			}
-			return
+	case typeChecks[op.String()] && len(args) >= 1:
+		// is_object(x) needs x there with its type, not its content: a
+		// projected object is still an object.
+		if a.reach(s, args[0], func(origin) {}) {
+			args = args[1:]
 		}
-	}
-	if op.Equal(ast.ObjectGet.Ref()) && len(args) >= 2 {
-		if key, ok := constantPath(args[1]); ok {
-			if from := a.origins(s, args[0]); from != nil {
-				a.refParts(s, args[0])
-				for _, o := range from {
-					a.record(o.under(key))
-				}
-				for _, arg := range args[2:] {
-					a.use(s, arg)
-				}
-				return
-			}
+	case op.Equal(ast.ObjectGet.Ref()) && len(args) >= 2:
+		if key, ok := constantPath(args[1]); ok && a.reach(s, args[0], func(o origin) { a.record(o.under(key)) }) {
+			args = args[1:]
 		}
 	}
 	for _, arg := range args {
