@@ -263,25 +263,15 @@ func workloadObject(kind string) *unstructured.Unstructured {
 			Set(int64(600), "spec", "activeDeadlineSeconds").
 			Set(map[string]any{"app.kubernetes.io/name": "resnet-eval", "app.kubernetes.io/part-of": "vision",
 				maxExecTimeLabel: "600"}, "metadata", "labels")
-		editFirstContainer(job.Obj(), func(c map[string]any) {
+		job.FirstContainer(func(c map[string]any) {
 			c["command"] = []any{"python", "-m", "eval"}
 			c["args"] = []any{"--dataset=s3://datasets/imagenet/val", "--checkpoint=s3://models/resnet50/latest", "--batch-size=256"}
 			c["env"] = fixtures.EnvVars("EVAL", 3)
-		}, "spec", "template", "spec")
+		}, "spec", "template", "spec", "containers")
 		return job.Obj()
 	}
 	js := fixtures.TrainingJobSet(benchNamespace, "llm-finetune").
 		Set(map[string]any{"app.kubernetes.io/name": "llm-finetune", "app.kubernetes.io/part-of": "foundation-models",
 			maxExecTimeLabel: "86400"}, "metadata", "labels")
 	return js.Obj()
-}
-
-// editFirstContainer edits the first container of the pod spec at path.
-func editFirstContainer(obj *unstructured.Unstructured, edit func(map[string]any), path ...string) {
-	path = append(path, "containers")
-	containers, _, _ := unstructured.NestedSlice(obj.Object, path...)
-	edit(containers[0].(map[string]any))
-	if err := unstructured.SetNestedSlice(obj.Object, containers, path...); err != nil {
-		panic(err)
-	}
 }

@@ -205,23 +205,24 @@ func equivalenceCases(name string) []equivalenceCase {
 	// What the policies read inside a pod spec's lists, element by element: an
 	// init container, a sidecar, a second container without requests, a limit
 	// standing in for a request, and an environment no policy reads.
-	podSpec := []string{"spec", "template", "spec"}
+	containers := []string{"spec", "template", "spec", "containers"}
 	initContainer := func(c map[string]any) func(o fixtures.Object) {
-		return func(o fixtures.Object) { o.Set([]any{c}, append(podSpec, "initContainers")...) }
+		return func(o fixtures.Object) { o.Set([]any{c}, "spec", "template", "spec", "initContainers") }
 	}
 	sidecar := initContainer(map[string]any{"name": "proxy", "image": "envoy", "restartPolicy": "Always"})
 	limitsOnly := initContainer(map[string]any{"name": "init", "resources": map[string]any{
 		"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}})
 	secondContainer := func(o fixtures.Object) {
-		first, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
-		o.Set(append(first, map[string]any{"name": "logger", "resources": map[string]any{
-			"requests": map[string]any{"memory": "64Mi"}}}), append(podSpec, "containers")...)
+		o.Containers(func(l []any) []any {
+			return append(l, map[string]any{"name": "logger", "resources": map[string]any{
+				"requests": map[string]any{"memory": "64Mi"}}})
+		}, containers...)
 	}
 	env := func(value string) func(o fixtures.Object) {
 		return func(o fixtures.Object) {
-			containers, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
-			containers[0].(map[string]any)["env"] = []any{map[string]any{"name": "SEED", "value": value}}
-			o.Set(containers, append(podSpec, "containers")...)
+			o.FirstContainer(func(c map[string]any) {
+				c["env"] = []any{map[string]any{"name": "SEED", "value": value}}
+			}, containers...)
 		}
 	}
 	failurePolicy := func(o fixtures.Object) {

@@ -1,8 +1,6 @@
 package policies_test
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
@@ -107,13 +105,10 @@ var _ = Describe("The input built for what a set reads", func() {
 // trickyChanges edit a Job's first container, or add to its pod spec, so that
 // one tricky policy denies it (and the unchanged Job denies none).
 func trickyChanges() []func(o fixtures.Object) {
-	podSpec := []string{"spec", "template", "spec"}
+	containers := []string{"spec", "template", "spec", "containers"}
+	initContainers := []string{"spec", "template", "spec", "initContainers"}
 	container := func(edit func(c map[string]any)) func(o fixtures.Object) {
-		return func(o fixtures.Object) {
-			containers, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
-			edit(containers[0].(map[string]any))
-			o.Set(containers, append(podSpec, "containers")...)
-		}
+		return func(o fixtures.Object) { o.FirstContainer(edit, containers...) }
 	}
 	env := func(names ...string) func(o fixtures.Object) {
 		return container(func(c map[string]any) {
@@ -131,17 +126,13 @@ func trickyChanges() []func(o fixtures.Object) {
 		container(func(c map[string]any) { c["imagePullPolicy"] = "Always" }),
 		container(func(c map[string]any) { c["command"] = []any{"python", "-m", "train", "--epochs=100", "--lr=0.1"} }),
 		container(func(c map[string]any) { c["command"] = []any{"python"} }),
+		func(o fixtures.Object) { o.Containers(func(l []any) []any { return append(l, l[0]) }, containers...) },
 		func(o fixtures.Object) {
-			containers, _, _ := unstructured.NestedSlice(o.Object, append(podSpec, "containers")...)
-			o.Set(append(containers, containers[0]), append(podSpec, "containers")...)
-		},
-		func(o fixtures.Object) {
-			o.Set([]any{map[string]any{"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}},
-				append(podSpec, "initContainers")...)
+			o.Set([]any{map[string]any{"name": "proxy", "image": "envoy:1", "restartPolicy": "Always"}}, initContainers...)
 		},
 		func(o fixtures.Object) {
 			o.Set([]any{map[string]any{"name": "proxy", "image": "envoy:1", "restartPolicy": "Always",
-				"resources": map[string]any{}}}, append(podSpec, "initContainers")...)
+				"resources": map[string]any{}}}, initContainers...)
 		},
 	}
 }
