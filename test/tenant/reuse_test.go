@@ -1,9 +1,12 @@
 package tenant
 
 import (
+	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -50,5 +53,42 @@ var _ = Describe("decisions reused for workloads of one shape", func() {
 			g.Expect(err.Error()).To(ContainSubstring("[kueue_guard.max_gpus_per_workload]"))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		denied(create(6), "kueue_guard.max_gpus_per_workload")
+	})
+
+	// kueue-guard builds only the fields the policies read of a container
+	// (its requests, limits, name, restartPolicy), not its environment: a
+	// tenant's workloads that differ only there share a decision, and no
+	// difference in a field a policy reads can hide behind one.
+	It("judge each container's requests, whatever environment rides along", func() {
+		withEnv := func(j *batchv1.Job, value string) *batchv1.Job {
+			var env []corev1.EnvVar
+			for i := range 50 {
+				env = append(env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: value})
+			}
+			j.Spec.Template.Spec.Containers[0].Env = env
+			return j
+		}
+		createJob := func(j *batchv1.Job) error {
+			err := alice.Create(ctx, j)
+			if err == nil {
+				DeferCleanup(func() { _ = admin.Delete(ctx, j, client.PropagationPolicy("Background")) })
+			}
+			return err
+		}
+		// A sidecar runs as long as the pod: one without requests runs on
+		// quota Kueue never reserved.
+		withSidecar := func(j *batchv1.Job, res corev1.ResourceRequirements) *batchv1.Job {
+			j.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: "busybox",
+				RestartPolicy: new(corev1.ContainerRestartPolicyAlways), Resources: res}}
+			return j
+		}
+		limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+		for _, value := range []string{"a", "b", "c"} {
+			Expect(createJob(withEnv(job(1, 0), value))).To(Succeed())
+			denied(createJob(withSidecar(withEnv(job(1, 0), value), corev1.ResourceRequirements{})),
+				"kueue_guard.require_resource_requests")
+			// Kueue takes a limit as the request: the policy reads limits too.
+			Expect(createJob(withSidecar(withEnv(job(1, 0), value), corev1.ResourceRequirements{Limits: limits}))).To(Succeed())
+		}
 	})
 })
