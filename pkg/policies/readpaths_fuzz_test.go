@@ -11,12 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
@@ -54,8 +52,11 @@ func FuzzProjectedDecisions(f *testing.F) {
 		f.Add(raw)
 	}
 
+	job, ok := integrations.Lookup(batchv1.SchemeGroupVersion.WithKind("Job").GroupKind())
+	Expect(ok).To(BeTrue())
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		req := fuzzJobCreate(raw)
+		RegisterTestingT(t) // the shared helpers assert with Gomega, on this input's t
+		req := fuzzJobCreate(raw, job)
 		if req == nil {
 			t.Skip()
 		}
@@ -85,29 +86,18 @@ func FuzzProjectedDecisions(f *testing.F) {
 
 // fuzzJobCreate is a CREATE of raw as a Job in ml, queued in lq, or nil when
 // raw is not a JSON object with an object's metadata.
-func fuzzJobCreate(raw []byte) *admission.Request {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+func fuzzJobCreate(raw []byte, job *integrations.Integration) *admission.Request {
+	obj := fuzzObject(raw, job)
+	if obj == nil {
 		return nil
 	}
-	meta, ok := m["metadata"].(map[string]any)
+	meta, ok := obj.Object["metadata"].(map[string]any)
 	if !ok {
 		return nil
 	}
-	labels, _ := meta["labels"].(map[string]any)
-	if labels == nil {
-		labels = map[string]any{}
+	if _, ok := meta["labels"].(map[string]any); !ok {
+		meta["labels"] = map[string]any{} // where the queue label goes
 	}
-	labels["kueue.x-k8s.io/queue-name"] = "lq"
-	meta["labels"] = labels
-	obj := &unstructured.Unstructured{Object: m}
-	obj.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("Job"))
 	obj.SetNamespace("ml")
-	body, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return &admission.Request{Raw: body, UID: "fuzz", Operation: admissionv1.Create, Kind: obj.GroupVersionKind(),
-		Namespace: "ml", Name: obj.GetName(), Object: obj,
-		UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"ml-team", "system:authenticated"}}}
+	return createRequest(fixtures.Object{Unstructured: obj}.Queue("lq").Obj())
 }
