@@ -20,9 +20,9 @@ type readPaths struct {
 	input    *InputPaths
 	bounded  bool
 	// params are each analysed function's parameters' reads; an entry is nil
-	// when the function cannot be analysed (then an argument is read whole).
-	params  map[string][]*InputPaths
-	pending map[string]bool
+	// when the function cannot be analysed, or while it is (Rego has no
+	// recursion, but a cycle must not loop): then an argument is read whole.
+	params map[string][]*InputPaths
 }
 
 // part is one part of a path: a constant key, or any key or index (a variable).
@@ -53,7 +53,7 @@ type scope struct {
 
 func newReadPaths(c *ast.Compiler) *readPaths {
 	return &readPaths{compiler: c, input: &InputPaths{}, bounded: true,
-		params: map[string][]*InputPaths{}, pending: map[string]bool{}}
+		params: map[string][]*InputPaths{}}
 }
 
 // module records what every rule of m reads.
@@ -72,15 +72,14 @@ func (a *readPaths) module(m *ast.Module) {
 // function analyses a function once and returns its parameters' reads.
 func (a *readPaths) function(ref ast.Ref) []*InputPaths {
 	name := ref.String()
-	if p, ok := a.params[name]; ok || a.pending[name] {
+	if p, ok := a.params[name]; ok {
 		return p
 	}
+	a.params[name] = nil
 	rules := a.compiler.GetRulesExact(ref)
 	if len(rules) == 0 {
-		a.params[name] = nil
 		return nil
 	}
-	a.pending[name] = true
 	params := make([]*InputPaths, len(rules[0].Head.Args))
 	for i := range params {
 		params[i] = &InputPaths{}
@@ -94,7 +93,6 @@ func (a *readPaths) function(ref ast.Ref) []*InputPaths {
 			a.rule(r, func(s *scope) { bindParams(s, args, params) })
 		}
 	}
-	delete(a.pending, name)
 	a.params[name] = params
 	return params
 }
