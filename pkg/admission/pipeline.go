@@ -269,7 +269,7 @@ func (p *Pipeline) validateScale(ctx context.Context, req *Request, view cluster
 		return nil, fmt.Errorf("applying the scale to %s %s/%s: %w", in.GVK.Kind, req.Namespace, req.Name, err)
 	}
 	update := *req
-	update.Kind, update.SubResource, update.Raw = in.GVK, "", nil
+	update.Kind, update.SubResource, update.Raw, update.Size = in.GVK, "", nil, 0
 	update.Object, update.OldObject = scaled, current
 	return p.Validate(ctx, &update, view)
 }
@@ -301,10 +301,10 @@ func (p *Pipeline) Workload(ctx context.Context, req *Request, view cluster.View
 	}
 	validated := *req
 	if m.Object != nil {
-		validated.Object, validated.Raw = m.Object, nil
+		validated.Object, validated.Raw, validated.Size = m.Object, nil, 0
 	}
 	if held := p.kueueWebhook(&validated, view); held != nil {
-		validated.Object, validated.Raw = held, nil
+		validated.Object, validated.Raw, validated.Size = held, nil, 0
 	}
 	v, err := p.Validate(ctx, &validated, view)
 	if err != nil {

@@ -37,7 +37,10 @@ type Request struct {
 	Object *unstructured.Unstructured
 	// Raw is Object's JSON as received, when the caller has it; patches are
 	// computed against it so that they are minimal.
-	Raw       []byte
+	Raw []byte
+	// Size is the length of the JSON Object came in (of the whole review, when
+	// it was decoded with it), 0 when not known; it goes with Raw.
+	Size      int
 	OldObject *unstructured.Unstructured
 	DryRun    bool
 	// Disposable says the caller never reads Object again once the pipeline

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kueue-guard/kueue-guard/pkg/handlers"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
@@ -39,6 +41,8 @@ func fuzzSeeds() [][]byte {
 // same as a whole AdmissionReview body to the HTTP side. Nothing may panic (the
 // handler does not recover: a panic here would take a request down in the
 // server, contained only by Serve), and every answer carries the request's uid.
+// The review's answer over HTTP, its objects decoded with it, must be the
+// handler's on the review decoded in two steps (objects as raw bytes).
 // The seeds run with every `go test`; `make fuzz` runs it long.
 func FuzzHandle(f *testing.F) {
 	for i, seed := range fuzzSeeds() {
@@ -47,6 +51,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"labels":"x"},"spec":[]}`), uint8(0), uint8(0))
 	f.Add([]byte(`{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"resources":{"requests":{"cpu":"-1e999"}}}]}}}}`), uint8(0), uint8(1))
 	f.Add([]byte(`null`), uint8(3), uint8(2))
+	f.Add([]byte(`{"apiVersion":"batch/v1","metadata":{"name":"w"}}`), uint8(0), uint8(1))
 
 	p, view := handlerBenchPipeline(f, 0)
 	catalog := integrations.All()
@@ -68,17 +73,48 @@ func FuzzHandle(f *testing.F) {
 			}
 		}
 		// The same bytes as a whole review body, and inside one.
-		for _, body := range [][]byte{obj, reviewJSON(t, ar)} {
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			serve.ServeHTTP(rec, req)
-			var out admissionv1.AdmissionReview
-			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
-				t.Fatalf("not an AdmissionReview answer: %v: %s", err, rec.Body)
-			}
+		review := reviewJSON(t, ar)
+		serveBody(t, serve, obj)
+		served := serveBody(t, serve, review)
+		var decoded admissionv1.AdmissionReview
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(review, &decoded); err != nil || decoded.Request == nil {
+			return
+		}
+		twoStep := admission.Request{AdmissionRequest: *decoded.Request}
+		want := paths[1].Handle(t.Context(), twoStep)
+		if err := want.Complete(twoStep); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(roundTrip(t, want.AdmissionResponse), served); diff != "" {
+			t.Fatalf("the review's answer differs from the handler's on its two-step decode (-handler +served):\n%s", diff)
 		}
 	})
+}
+
+// serveBody posts body to serve and decodes the response it answers.
+func serveBody(t *testing.T, serve http.Handler, body []byte) *admissionv1.AdmissionResponse {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	serve.ServeHTTP(rec, req)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+		t.Fatalf("not an AdmissionReview answer: %v: %s", err, rec.Body)
+	}
+	return out.Response
+}
+
+// roundTrip is resp as the API server reads it.
+func roundTrip(t *testing.T, resp admissionv1.AdmissionResponse) *admissionv1.AdmissionResponse {
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out admissionv1.AdmissionResponse
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }
 
 func reviewJSON(_ *testing.T, ar admissionv1.AdmissionRequest) []byte {

@@ -5,6 +5,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -83,7 +84,12 @@ func NewValidatingControllers(p *guard.Pipeline, view cluster.View, m *Metrics) 
 
 // Handle implements admission.Handler. It never panics on bad input: a request
 // it cannot read gets a 400 that names the problem.
-func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admission.Response) {
+func (h *Handler) Handle(ctx context.Context, ar admission.Request) admission.Response {
+	return h.handle(ctx, ar, nil)
+}
+
+// handle is Handle, given the objects when they were decoded with the review.
+func (h *Handler) handle(ctx context.Context, ar admission.Request, objs *objects) (resp admission.Response) {
 	start := time.Now()
 	// The request's logger is built only when something is logged: most
 	// requests log nothing at the default verbosity.
@@ -110,11 +116,11 @@ func (h *Handler) Handle(ctx context.Context, ar admission.Request) (resp admiss
 		Kind:        schema.GroupKind{Group: ar.Kind.Group, Kind: ar.Kind.Kind},
 		Resource:    schema.GroupResource{Group: ar.Resource.Group, Resource: ar.Resource.Resource},
 		SubResource: ar.SubResource, Namespace: ar.Namespace}
-	if (h.needs != nil && !h.needs(env)) || h.settledByPeek(env, ar.Object.Raw) {
+	if (h.needs != nil && !h.needs(env)) || (objs == nil && h.settledByPeek(env, ar.Object.Raw)) {
 		decision = decisionAllowed
 		return admission.Allowed("")
 	}
-	req, err := newRequest(ar)
+	req, err := newRequest(ar, objs)
 	if err != nil {
 		requestLog().V(1).Info("rejecting unreadable request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err)
@@ -177,8 +183,9 @@ func denialText(d *guard.Decision) []string {
 	return out
 }
 
-// newRequest decodes an AdmissionRequest into the pipeline's Request.
-func newRequest(ar admission.Request) (*guard.Request, error) {
+// newRequest decodes an AdmissionRequest into the pipeline's Request; objs,
+// when not nil, are its objects, already decoded.
+func newRequest(ar admission.Request, objs *objects) (*guard.Request, error) {
 	req := &guard.Request{
 		UID:         ar.UID,
 		Operation:   ar.Operation,
@@ -192,22 +199,37 @@ func newRequest(ar admission.Request) (*guard.Request, error) {
 		// The object is decoded here for this request only.
 		Disposable: true,
 	}
+	if objs != nil {
+		req.Object, req.OldObject, req.Size = objs.object, objs.oldObject, objs.size
+		if ar.Operation == admissionv1.Delete {
+			req.Object = nil
+		} else if req.Object == nil {
+			return nil, errors.New("admission request has no object")
+		}
+		return named(req), nil
+	}
 	var err error
 	if ar.Operation != admissionv1.Delete {
 		if req.Object, err = decode(ar.Object.Raw, "object"); err != nil {
 			return nil, err
 		}
-		req.Raw = ar.Object.Raw
+		req.Raw, req.Size = ar.Object.Raw, len(ar.Object.Raw)
 	}
 	if len(ar.OldObject.Raw) > 0 {
 		if req.OldObject, err = decode(ar.OldObject.Raw, "oldObject"); err != nil {
 			return nil, err
 		}
 	}
+	return named(req), nil
+}
+
+// named gives a request without a name (a CREATE with generateName) its
+// object's.
+func named(req *guard.Request) *guard.Request {
 	if req.Name == "" && req.Object != nil {
 		req.Name = req.Object.GetName()
 	}
-	return req, nil
+	return req
 }
 
 // fieldPath carries a violation's already-rendered path into a field.Path.

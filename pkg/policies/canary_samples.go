@@ -67,7 +67,7 @@ func buildCanarySamples(doc []byte) ([]*canaryInput, error) {
 			return nil, err
 		}
 		req := &admission.Request{
-			Raw: raw, UID: "kueue-guard-canary", Operation: admissionv1.Create, Kind: in.GVK,
+			Raw: raw, Size: len(raw), UID: "kueue-guard-canary", Operation: admissionv1.Create, Kind: in.GVK,
 			Namespace: u.GetNamespace(), Name: u.GetName(), Object: u,
 			UserInfo: authenticationv1.UserInfo{Username: "kueue-guard:canary-sample", Groups: []string{"system:authenticated"}},
 		}

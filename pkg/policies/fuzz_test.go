@@ -80,7 +80,7 @@ func FuzzBuildInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, obj, old []byte, kind, op uint8) {
 		in := catalog[int(kind)%len(catalog)]
 		req := &admission.Request{
-			Raw: obj, UID: "fuzz", Operation: ops[int(op)%len(ops)], Kind: in.GVK, Namespace: "ml", Name: "w",
+			Raw: obj, Size: len(obj), UID: "fuzz", Operation: ops[int(op)%len(ops)], Kind: in.GVK, Namespace: "ml", Name: "w",
 			UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}},
 		}
 		if req.Object = fuzzObject(obj, in); req.Object == nil {

@@ -149,6 +149,7 @@ func createRequest(obj *unstructured.Unstructured) *admission.Request {
 	Expect(err).NotTo(HaveOccurred())
 	return &admission.Request{
 		Raw:       raw,
+		Size:      len(raw),
 		UID:       "0000-1111",
 		Operation: admissionv1.Create,
 		Kind:      obj.GroupVersionKind(),

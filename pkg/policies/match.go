@@ -93,8 +93,9 @@ type Subject struct {
 	NamespaceLabels map[string]string
 	// Labels are the object's own labels.
 	Labels map[string]string
-	// Size is the length of the object's JSON as received, or 0 when not
-	// known; only small inputs are kept to try new policy sets on.
+	// Size is the length of the JSON the object was received in (see
+	// admission.Request.Size), or 0 when not known; only small inputs are
+	// kept to try new policy sets on.
 	Size int
 }
 

@@ -124,7 +124,7 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 // subject is what the policies' custom.match is matched against.
 func subject(req *admission.Request, t admission.Target, ns requestNamespace) *Subject {
 	sub := &Subject{Kind: t.Integration.GVK.GroupKind(), Operation: req.Operation, Namespace: ns.name,
-		Labels: req.Object.GetLabels(), Size: len(req.Raw)}
+		Labels: req.Object.GetLabels(), Size: req.Size}
 	if ns.obj != nil {
 		sub.NamespaceLabels = ns.obj.Labels
 	}

@@ -33,6 +33,7 @@ func (r *reviewer) request(m *Manifest) (*admission.Request, error) {
 		UserInfo:  r.user,
 		Object:    obj,
 		Raw:       raw,
+		Size:      len(raw),
 	}, nil
 }
 

@@ -208,7 +208,7 @@ func (r *reviewer) review(ctx context.Context, m *Manifest, o *Object) {
 	// also runs the controller guard after a mutating denial, which the API
 	// server would not reach: a review lists everything wrong at once.)
 	validated := *req
-	validated.Object, validated.Raw = final, nil
+	validated.Object, validated.Raw, validated.Size = final, nil, 0
 	c, err := r.pipeline.ValidateControllers(ctx, &validated, r.state.Snapshot)
 	if err != nil {
 		o.Status, o.Reason = StatusError, err.Error()
