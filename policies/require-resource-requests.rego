@@ -26,20 +26,14 @@ required := object.get(lib.settings, "required_requests", ["cpu", "memory"])
 # must be above zero whatever it says.
 minimum := object.get(lib.settings, "minimum_requests", {})
 
-# containers are [i, list, j] for the regular and init containers (a sidecar is
-# an init container with restartPolicy: Always) of every pod spec of the object:
-# input.workload.podSpecs[i], found at input.workload.podSpecPaths[i] (for a Pod,
-# its spec; for the other kinds, every pod template's). Indices rather than the
-# containers, so that kueue-guard builds only what the rules read of them: a
-# container's environment or command is never converted. Fields and names are
-# rendered only for a denial: this runs on every request.
-containers contains [i, list, j] if {
-	some i, pod in input.workload.podSpecs
-	is_array(pod.containers)
-	some list in ["containers", "initContainers"]
-	some j, _ in pod[list]
-}
-
+# The rules judge every regular and init container (a sidecar is an init
+# container with restartPolicy: Always), pod[list][j], of every pod spec of the
+# object: pod is input.workload.podSpecs[i], found at
+# input.workload.podSpecPaths[i] (for a Pod, its spec; for the other kinds,
+# every pod template's). Each binds the container where it enumerates it:
+# kueue-guard follows the variable and builds only what the rule reads of it
+# (never its environment or command). Fields and names are rendered only for a
+# denial: this runs on every request.
 field_of(i, list, j) := sprintf("%s.%s[%d].resources.requests", [lib.field_path(input.workload.podSpecPaths[i]), list, j])
 
 fix(r) := sprintf("request at least %v", [minimum[r]]) if minimum[r]
@@ -72,17 +66,24 @@ too_small(q, r) if quantity(q) < quantity(minimum[r])
 
 deny contains {"msg": msg, "field": field_of(i, list, j)} if {
 	lib.judged
-	some [i, list, j] in containers
-	c := input.workload.podSpecs[i][list][j]
-	missing := [r | some r in required; not declared(c, r)]
-	count(missing) > 0
+	some i, pod in input.workload.podSpecs
+	is_array(pod.containers)
+	some list in ["containers", "initContainers"]
+	some j, c in pod[list]
+
+	# The missing resources are listed only once one is missing.
+	some r in required
+	not declared(c, r)
+	missing := [m | some m in required; not declared(c, m)]
 	msg := sprintf("%s %q has no %s request: Kueue charges quota by requests", [kind_of(list, c), object.get(c, "name", ""), concat(" or ", missing)])
 }
 
 deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(i, list, j), r])} if {
 	lib.judged
-	some [i, list, j] in containers
-	c := input.workload.podSpecs[i][list][j]
+	some i, pod in input.workload.podSpecs
+	is_array(pod.containers)
+	some list in ["containers", "initContainers"]
+	some j, c in pod[list]
 	some r in required
 	q := declared(c, r)
 	too_small(q, r)
