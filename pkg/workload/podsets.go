@@ -99,7 +99,7 @@ func decoded[T any](obj *unstructured.Unstructured) (*T, error) {
 }
 
 func jobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	job, err := decoded[batchv1.Job](obj)
+	job, err := decodedForQuota[batchv1.Job](obj)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func jobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options)
 // cronJobPodSets summarizes the Job a CronJob creates: Kueue manages each of them
 // as a batch/job workload.
 func cronJobPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	cj, err := decoded[batchv1.CronJob](obj)
+	cj, err := decodedForQuota[batchv1.CronJob](obj)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func templatePodSet(ctx context.Context, name kueue.PodSetReference, count int32
 }
 
 func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	d, err := decoded[appsv1.Deployment](obj)
+	d, err := decodedForQuota[appsv1.Deployment](obj)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func deploymentPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *O
 }
 
 func statefulSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	sts, err := decoded[appsv1.StatefulSet](obj)
+	sts, err := decodedForQuota[appsv1.StatefulSet](obj)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ const (
 // with a leader template, "leader" ×1 and "worker" ×(size-1) per group, else
 // "main" ×size; every count is then multiplied by the number of groups.
 func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	lws, err := decoded[leaderworkersetv1.LeaderWorkerSet](obj)
+	lws, err := decodedForQuota[leaderworkersetv1.LeaderWorkerSet](obj)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func leaderWorkerSetPodSets(ctx context.Context, obj *unstructured.Unstructured,
 }
 
 func jobSetPodSets(ctx context.Context, obj *unstructured.Unstructured, _ *Options) ([]kueue.PodSet, error) {
-	js, err := decoded[jobsetapi.JobSet](obj)
+	js, err := decodedForQuota[jobsetapi.JobSet](obj)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,150 @@
+package workload
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	ginkgo "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kueue-guard/kueue-guard/test/fixtures"
+
+	. "github.com/onsi/gomega"
+)
+
+// unreadValues is a well-typed value of every unread container field, so that
+// the specs below set each one (a new entry in unreadContainerFields needs
+// one here).
+var unreadValues = map[string]any{
+	"command": []any{"torchrun"}, "args": []any{"train.py"}, "workingDir": "/work",
+	"env":                    fixtures.EnvVars("main", 12),
+	"envFrom":                []any{map[string]any{"configMapRef": map[string]any{"name": "settings"}}},
+	"ports":                  []any{map[string]any{"name": "metrics", "containerPort": int64(9090)}},
+	"volumeMounts":           []any{map[string]any{"name": "scratch", "mountPath": "/scratch"}},
+	"volumeDevices":          []any{map[string]any{"name": "raw", "devicePath": "/dev/xvda"}},
+	"livenessProbe":          probe(),
+	"readinessProbe":         probe(),
+	"startupProbe":           probe(),
+	"lifecycle":              map[string]any{"preStop": map[string]any{"exec": map[string]any{"command": []any{"sleep", "5"}}}},
+	"securityContext":        map[string]any{"runAsUser": int64(1000), "allowPrivilegeEscalation": false},
+	"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+	"imagePullPolicy": "Always", "stdin": true, "stdinOnce": true, "tty": true,
+}
+
+func probe() map[string]any {
+	return map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": int64(9090)}, "periodSeconds": int64(10)}
+}
+
+// withUnreadFields is obj with every unread field set on each container and
+// init container (a sidecar among them) of its pod specs.
+func withUnreadFields(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	walkMaps(out.Object, nil, func(_ []segment, m map[string]any) {
+		if _, ok := m["containers"].([]any); !ok {
+			return
+		}
+		m["initContainers"] = appendAny(m["initContainers"], []any{
+			map[string]any{"name": "fetch", "resources": map[string]any{"requests": map[string]any{"cpu": "250m"}}},
+			map[string]any{"name": "proxy", "restartPolicy": "Always", "resources": map[string]any{"limits": map[string]any{"memory": "64Mi"}}},
+		}...)
+		for _, list := range []string{"containers", "initContainers"} {
+			for _, c := range m[list].([]any) {
+				for k, v := range unreadValues {
+					c.(map[string]any)[k] = runtime.DeepCopyJSONValue(v)
+				}
+			}
+		}
+	})
+	return out
+}
+
+// appendAny is append for a value that may be a []any or absent.
+func appendAny(list any, more ...any) []any {
+	l, _ := list.([]any)
+	return append(l, more...)
+}
+
+var _ = ginkgo.Describe("withoutUnreadContainerFields", func() {
+	ginkgo.DescribeTable("drops only the unread fields of containers, copying what it changes",
+		func(in, want any, wantChanged bool) {
+			before := runtime.DeepCopyJSONValue(in)
+			got, changed := withoutUnreadContainerFields(in)
+			Expect(changed).To(Equal(wantChanged))
+			Expect(cmp.Diff(want, got)).To(BeEmpty())
+			Expect(cmp.Diff(before, in)).To(BeEmpty(), "the input was modified")
+		},
+		ginkgo.Entry("a container's environment and command",
+			map[string]any{"containers": []any{map[string]any{"name": "m", "env": []any{}, "command": []any{"x"}, "resources": map[string]any{}}}},
+			map[string]any{"containers": []any{map[string]any{"name": "m", "resources": map[string]any{}}}}, true),
+		ginkgo.Entry("init and ephemeral containers, deep in a template",
+			map[string]any{"template": map[string]any{"spec": map[string]any{
+				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always", "ports": []any{}}},
+				"ephemeralContainers": []any{map[string]any{"name": "e", "tty": true}}}}},
+			map[string]any{"template": map[string]any{"spec": map[string]any{
+				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always"}},
+				"ephemeralContainers": []any{map[string]any{"name": "e"}}}}}, true),
+		ginkgo.Entry("the same names outside a container list",
+			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}},
+			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}}, false),
+		ginkgo.Entry("a container list that is not a list of maps",
+			map[string]any{"containers": []any{"env", nil, int64(3)}, "initContainers": "env"},
+			map[string]any{"containers": []any{"env", nil, int64(3)}, "initContainers": "env"}, false),
+		ginkgo.Entry("containers with nothing to drop",
+			map[string]any{"containers": []any{map[string]any{"name": "m", "image": "i", "resources": map[string]any{}}}},
+			map[string]any{"containers": []any{map[string]any{"name": "m", "image": "i", "resources": map[string]any{}}}}, false),
+		ginkgo.Entry("not a map", "spec", "spec", false),
+	)
+
+	ginkgo.It("has a value for every unread field", func() {
+		for k := range unreadContainerFields {
+			Expect(unreadValues).To(HaveKey(k))
+		}
+	})
+})
+
+// The unread fields are proven unread: every kind's summary and Kueue unit
+// are the same whether its containers are decoded whole or without them.
+var _ = ginkgo.Describe("decodedForQuota", func() {
+	ginkgo.AfterEach(func() { slimContainers = true })
+	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+	// Kueue keeps its accounting in unexported fields.
+	kueueResources := cmp.Exporter(func(t reflect.Type) bool { return t.PkgPath() == "sigs.k8s.io/kueue/pkg/resources" })
+	// The unit's Workload keeps the pod templates; they differ by the unread
+	// fields only.
+	unread := cmpopts.IgnoreFields(corev1.Container{}, "Command", "Args", "WorkingDir", "Env", "EnvFrom", "Ports",
+		"VolumeMounts", "VolumeDevices", "LivenessProbe", "ReadinessProbe", "StartupProbe", "Lifecycle",
+		"SecurityContext", "TerminationMessagePath", "TerminationMessagePolicy", "ImagePullPolicy", "Stdin", "StdinOnce", "TTY")
+	objects := []*unstructured.Unstructured{fixtures.TrainingJobSet("ml", "train").Obj()}
+	for _, o := range fixtures.EveryKind("ml") {
+		objects = append(objects, o.Obj())
+	}
+	for _, obj := range objects {
+		ginkgo.It("summarizes a "+obj.GetKind()+" the same without them", func(ctx context.Context) {
+			obj := withUnreadFields(obj)
+			slimContainers = false
+			wantSummary, wantErr := Summarize(ctx, obj)
+			wantUnit, wantUnitErr := KueueUnit(ctx, obj, Options{})
+			slimContainers = true
+			gotSummary, err := Summarize(ctx, obj)
+			sameError(err, wantErr)
+			Expect(cmp.Diff(wantSummary, gotSummary, quantities)).To(BeEmpty())
+			gotUnit, err := KueueUnit(ctx, obj, Options{})
+			sameError(err, wantUnitErr)
+			Expect(cmp.Diff(wantUnit, gotUnit, quantities, kueueResources, unread, cmpopts.EquateEmpty())).To(BeEmpty())
+		})
+	}
+})
+
+func sameError(got, want error) {
+	ginkgo.GinkgoHelper()
+	if want == nil {
+		Expect(got).NotTo(HaveOccurred())
+		return
+	}
+	Expect(got).To(MatchError(want.Error()))
+}
