@@ -1,6 +1,10 @@
 package workload
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"maps"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // unreadContainerFields are the container fields that nothing computing a
 // summary or a Kueue unit reads for the kinds decoded with decodedForQuota:
@@ -37,10 +41,7 @@ func decodedForQuota[T any](obj *unstructured.Unstructured) (*T, error) {
 	if !changed {
 		return decoded[T](obj)
 	}
-	slim := make(map[string]any, len(obj.Object))
-	for k, v := range obj.Object {
-		slim[k] = v
-	}
+	slim := maps.Clone(obj.Object)
 	slim["spec"] = spec
 	return decoded[T](&unstructured.Unstructured{Object: slim})
 }
@@ -65,10 +66,7 @@ func withoutUnreadContainerFields(v any) (any, bool) {
 				continue
 			}
 			if out == nil {
-				out = make(map[string]any, len(v))
-				for k, c := range v {
-					out[k] = c
-				}
+				out = maps.Clone(v)
 			}
 			out[k] = slim
 		}
