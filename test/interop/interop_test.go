@@ -256,6 +256,11 @@ var _ = Describe("kueue-guard's summary equals the Workload Kueue creates", Orde
 			fixtures.Deployment(namespace, "deployment").Set(int64(3), "spec", "replicas").Requests("nvidia.com/gpu", "1"), namespace),
 		Entry(nil, "2 replicas: one pod group", fixtures.StatefulSet(namespace, "statefulset").Set(int64(2), "spec", "replicas"), namespace),
 		Entry(nil, "2 replicated jobs", fixtures.JobSet(namespace, "jobset"), namespace),
+		// Its containers carry environment, commands, probes, ports and mounts,
+		// which the summary leaves out of Kueue's adapter: the outcome proves
+		// them unread.
+		Entry(nil, "a training job: 4 replicated jobs, containers with environment, probes and mounts, an init container",
+			fixtures.TrainingJobSet(namespace, "training"), namespace),
 		Entry(nil, "head, workers and Kueue's default submitter (K8sJobMode)", fixtures.RayJob(namespace, "rayjob"), namespace),
 		Entry(nil, "a submitter pod template with a GPU",
 			fixtures.RayJob(namespace, "rayjob-submitter").Set(map[string]any{"spec": map[string]any{"restartPolicy": "Never",
