@@ -87,7 +87,7 @@ func KueueMarkers(obj *unstructured.Unstructured) []MarkerSite {
 				}
 			}
 		}
-	}, "metadata", "status")
+	}, notTemplates...)
 	slices.SortFunc(out, func(a, b MarkerSite) int { return cmp.Compare(a.id(), b.id()) })
 	return out
 }
