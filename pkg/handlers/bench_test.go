@@ -45,6 +45,8 @@ func BenchmarkHandler(b *testing.B) {
 	// of its containers (environment, probes, mounts) should cost nothing.
 	training := fixtures.TrainingJobSet("ml", "train").Queue("q").Label("kueue.x-k8s.io/max-exec-time-seconds", "600").
 		Held().Obj()
+	// The same as the API server sends it, managedFields and all.
+	stored := fixtures.Object{Unstructured: training.DeepCopy()}.AsStored().Obj()
 	cases := []struct {
 		name    string
 		webhook http.Handler
@@ -59,6 +61,8 @@ func BenchmarkHandler(b *testing.B) {
 		{"validate/JobSet/CREATE/labeled", validate, admissionv1.Create, jobSet},
 		{"validate/JobSet/CREATE/training", validate, admissionv1.Create, training},
 		{"validate/JobSet/UPDATE/training", validate, admissionv1.Update, training},
+		{"validate/JobSet/CREATE/training-stored", validate, admissionv1.Create, stored},
+		{"validate/JobSet/UPDATE/training-stored", validate, admissionv1.Update, stored},
 		{"validate/Job/CREATE/labeled/cached", cached, admissionv1.Create, queued},
 		{"validate/Job/UPDATE/labeled/cached", cached, admissionv1.Update, queued},
 	}
