@@ -1,6 +1,7 @@
 package jsonmap
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 
@@ -11,14 +12,20 @@ import (
 
 // common are the strings shared instead of allocated for each occurrence: the
 // field names of a Job and its pod template (every workload kind embeds pod
-// templates and object metadata) and of an AdmissionReview, and values pod
-// templates repeat. The table is built once and only read.
+// templates and object metadata) and of an AdmissionReview, the same names as
+// managedFields' field sets spell them ("f:name"; every object the API server
+// sends carries them, about as large as the object), and values pod templates
+// repeat. The table is built once and only read.
 var common = func() map[string]string {
 	t := map[string]string{}
 	seen := map[reflect.Type]bool{}
 	for _, v := range []any{batchv1.Job{}, corev1.Pod{}, admissionv1.AdmissionReview{}} {
 		fieldNames(reflect.TypeOf(v), t, seen)
 	}
+	for name := range maps.Clone(t) {
+		t["f:"+name] = "f:" + name
+	}
+	t["."] = "."
 	for _, s := range []string{
 		"cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "pods",
 		"Always", "Never", "OnFailure", "IfNotPresent", "TCP", "UDP", "File", "Default", "ClusterFirst",
