@@ -84,6 +84,8 @@ func lookupNamespace(req *admission.Request, view cluster.View) requestNamespace
 type requestFacts struct {
 	sum, old *workload.Summary
 	grows    bool
+	// specEqual: an update's spec is the old object's.
+	specEqual bool
 }
 
 func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.View) (*requestFacts, error) {
@@ -100,12 +102,48 @@ func summarizeRequest(ctx context.Context, req *admission.Request, view cluster.
 		// An old object that cannot be summarized (written by an older version
 		// of a CRD, say) leaves oldWorkload null, and the update counts as
 		// growing: it is judged as if the workload were new.
-		if old, err := workload.SummarizeWith(ctx, req.OldObject, opts); err == nil {
+		// An update that changes nothing but what the API server keeps
+		// (a server-side apply of the same manifest, a no-op patch) has the
+		// old object's summary: summarizing is a pure function of the
+		// object, and the two are equal but for what it never reads.
+		f.specEqual = jsonEqual(req.OldObject.Object["spec"], req.Object.Object["spec"])
+		if f.specEqual && equalOutsideSpec(req.OldObject.Object, req.Object.Object) {
+			f.old = sum
+		} else if old, err := workload.SummarizeWith(ctx, req.OldObject, opts); err == nil {
 			f.old = old
 		}
 		f.grows = workload.Grows(f.old, sum)
 	}
 	return f, nil
+}
+
+// serverKept are the metadata fields the API server writes on every update,
+// which no summary reads.
+var serverKept = map[string]bool{"managedFields": true, "resourceVersion": true, "generation": true}
+
+// equalOutsideSpec reports whether two objects, each with its metadata, are
+// equal but for spec and serverKept.
+func equalOutsideSpec(a, b map[string]any) bool {
+	ma, okA := a["metadata"].(map[string]any)
+	mb, okB := b["metadata"].(map[string]any)
+	return okA && okB &&
+		equalExcept(a, b, func(k string) bool { return k == "spec" || k == "metadata" }) &&
+		equalExcept(ma, mb, func(k string) bool { return serverKept[k] })
+}
+
+// equalExcept compares two maps on the keys skip does not name.
+func equalExcept(a, b map[string]any, skip func(string) bool) bool {
+	for k, v := range a {
+		if w, ok := b[k]; !skip(k) && (!ok || !jsonEqual(v, w)) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && !skip(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // buildInput builds the input; frags, when not nil, caches the cluster's parts.

@@ -20,7 +20,7 @@ func changesOf(req *admission.Request, f *requestFacts) map[UpdateChange]bool {
 	specs := old.ClaimsUncounted != cur.ClaimsUncounted ||
 		!slices.EqualFunc(old.PodSpecPaths, cur.PodSpecPaths, slices.Equal) ||
 		!slices.EqualFunc(old.JobSpecPaths, cur.JobSpecPaths, slices.Equal) ||
-		!jsonEqual(req.OldObject.Object["spec"], req.Object.Object["spec"])
+		!f.specEqual
 	return map[UpdateChange]bool{
 		ChangeGrows:     f.grows,
 		ChangeQueueName: old.QueueName != cur.QueueName,
