@@ -21,8 +21,8 @@ const DefaultDecisionCacheSize = config.DefaultDecisionCacheSize
 // parts included — so it changes with what they read of the cluster (a
 // namespace's labels, a ClusterQueue's usage) and never with what they do not
 // (names, uids). A set's cache is dropped with the set when another loads.
-// Entries hold their input and a hit compares it whole: OPA's hash only
-// chooses the bucket.
+// Entries hold their input and a hit compares it whole: the hash (valueHash)
+// only chooses the bucket, which holds at most maxBucket entries.
 //
 // A tenant can fill it with shapes of its own: that costs others their cached
 // decisions, never a wrong one, and its memory is bounded by count and by
@@ -39,11 +39,14 @@ type decisionCache struct {
 const (
 	decisionBytes     = 16 << 20
 	maxDecisionObject = 32 << 10
+	// maxBucket bounds the inputs compared on a lookup: distinct inputs
+	// share a bucket only by a collision of valueHash's 64 bits.
+	maxBucket = 4
 )
 
 type decisionKey struct {
 	query *rego.PreparedEvalQuery
-	hash  int
+	hash  uint64
 }
 
 type decision struct {
@@ -70,32 +73,33 @@ func newDecisionCache(size int) *decisionCache {
 	return c
 }
 
-// get is the result cached for input under query, if any. Results are shared:
-// callers only read them.
-func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Result, bool) {
+// get is the result cached for input under query, if any, and the key to put
+// one under. Results are shared: callers only read them.
+func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Result, decisionKey, bool) {
 	if c == nil || query == nil {
-		return nil, false
+		return nil, decisionKey{}, false
 	}
-	bucket, ok := c.entries.Get(decisionKey{query: query, hash: input.Hash()})
+	key := decisionKey{query: query, hash: valueHash(input)}
+	bucket, ok := c.entries.Get(key)
 	if !ok {
-		return nil, false
+		return nil, key, false
 	}
 	for _, d := range bucket {
 		if d.input.Compare(input) == 0 {
-			return d.res, true
+			return d.res, key, true
 		}
 	}
-	return nil, false
+	return nil, key, false
 }
 
 // put keeps a result that has no failure: a failure (a deadline, a full slot
-// pool) says more about the moment than about the input.
-// size is the request's object size (its JSON).
-func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res *Result, size int) {
-	if c == nil || query == nil || len(res.Failures) > 0 || size <= 0 || size > maxDecisionObject {
+// pool) says more about the moment than about the input. size is the
+// request's object size (its JSON).
+// key is get's for the same input.
+func (c *decisionCache) put(key decisionKey, input ast.Value, res *Result, size int) {
+	if c == nil || key.query == nil || len(res.Failures) > 0 || size <= 0 || size > maxDecisionObject {
 		return
 	}
-	key := decisionKey{query: query, hash: input.Hash()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	bucket, _ := c.entries.Peek(key)
@@ -105,6 +109,9 @@ func (c *decisionCache) put(query *rego.PreparedEvalQuery, input ast.Value, res 
 		}
 	}
 	c.entries.Remove(key) // its bytes leave with it, and come back below
+	if len(bucket) >= maxBucket {
+		bucket = bucket[1:]
+	}
 	c.entries.Add(key, append(slices.Clip(bucket), decision{input: input, res: res, size: size}))
 	c.bytes += sizeOf(bucket) + size
 	for c.bytes > decisionBytes && c.entries.Len() > 1 {

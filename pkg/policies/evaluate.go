@@ -178,17 +178,18 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 		return e.inputFailure(err)
 	}
 	query := p.combined()
-	if res, ok := p.set.decisions.get(query, input); ok {
+	res, key, ok := p.set.decisions.get(query, input)
+	if ok {
 		e.metrics.decisionHits.Inc()
 		e.observe(res, start)
 		return res
 	}
-	res := p.evalInSlot(ctx, input, start)
+	res = p.evalInSlot(ctx, input, start)
 	e.observe(res, start)
 	if len(res.Failures) == 0 {
 		if p.set.decisions != nil && query != nil {
 			e.metrics.decisionMisses.Inc()
-			p.set.decisions.put(query, input, res, p.sub.size())
+			p.set.decisions.put(key, input, res, p.sub.size())
 		}
 		// A new set may read what this one does not: it is tried on the
 		// whole input, built again only then.
