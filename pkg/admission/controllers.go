@@ -17,6 +17,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/config"
 	"github.com/kueue-guard/kueue-guard/pkg/kueuecontroller"
+	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
 const (
@@ -232,7 +233,7 @@ func matchField(obj *unstructured.Unstructured, m *kueuecontroller.Match) *field
 		podSpec = []string{"spec"}
 	}
 	base := field.NewPath(podSpec[0], podSpec[1:]...)
-	for _, key := range []string{"containers", "initContainers", "ephemeralContainers"} {
+	for _, key := range workload.ContainerLists {
 		list, _, _ := unstructured.NestedSlice(obj.Object, append(podSpec, key)...)
 		for i, c := range list {
 			if cm, ok := c.(map[string]any); ok && cm["name"] == m.Container {

@@ -61,7 +61,7 @@ func trimArgv(u *unstructured.Unstructured) {
 		if !ok {
 			continue
 		}
-		for _, key := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		for _, key := range workload.ContainerLists {
 			list, _ := spec[key].([]any)
 			for _, c := range list {
 				if cm, ok := c.(map[string]any); ok {

@@ -293,7 +293,7 @@ func describe(m *Manager, obj *unstructured.Unstructured, match *kueuecontroller
 			m.ConfigMaps = append(m.ConfigMaps, name)
 		}
 	}
-	for _, key := range []string{"containers", "initContainers", "ephemeralContainers"} {
+	for _, key := range workload.ContainerLists {
 		containers, _, _ := unstructured.NestedSlice(obj.Object, append(spec, key)...)
 		for _, c := range containers {
 			cm := asMap(c)

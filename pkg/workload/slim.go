@@ -2,6 +2,7 @@ package workload
 
 import (
 	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -57,7 +58,7 @@ func withoutUnreadContainerFields(v any) (any, bool) {
 		for k, child := range v {
 			var slim any
 			var changed bool
-			if list, ok := child.([]any); ok && isContainerList(k) {
+			if list, ok := child.([]any); ok && slices.Contains(ContainerLists, k) {
 				slim, changed = slimContainerList(list)
 			} else {
 				slim, changed = withoutUnreadContainerFields(child)
@@ -92,10 +93,6 @@ func withoutUnreadContainerFields(v any) (any, bool) {
 		return out, true
 	}
 	return v, false
-}
-
-func isContainerList(key string) bool {
-	return key == "containers" || key == "initContainers" || key == "ephemeralContainers"
 }
 
 // slimContainerList drops unreadContainerFields from each container map.

@@ -356,16 +356,16 @@ func RequestsResource(obj *unstructured.Unstructured, name corev1.ResourceName) 
 	return walkRequests(obj.Object, string(name), 0)
 }
 
-// containerLists are the keys of a pod spec's containers. The walks for
-// templates, labels and markers never enter them: no kind's schema keeps a pod
-// template or object metadata inside a container (nothing Kueue reads is
-// there), and a container's environment, probes and mounts are most of a
-// workload's maps.
-var containerLists = []string{"containers", "initContainers", "ephemeralContainers"}
+// ContainerLists are the keys of a pod spec's container lists, main
+// containers first. The walks for templates, labels and markers never enter
+// them: no kind's schema keeps a pod template or object metadata inside a
+// container (nothing Kueue reads is there), and a container's environment,
+// probes and mounts are most of a workload's maps.
+var ContainerLists = []string{"containers", "initContainers", "ephemeralContainers"}
 
 // notTemplates are what the label and marker walks skip: the objects' own
 // metadata (read at its holder), status and containers.
-var notTemplates = append([]string{"metadata", "status"}, containerLists...)
+var notTemplates = append([]string{"metadata", "status"}, ContainerLists...)
 
 // maxDepth bounds the walk over untrusted input.
 const maxDepth = 64
@@ -493,7 +493,7 @@ func PodSpecPaths(obj *unstructured.Unstructured) [][]any {
 			}
 			out = append(out, path)
 		}
-	}, containerLists...)
+	}, ContainerLists...)
 	if len(out) > 1 {
 		slices.SortFunc(out, comparePaths)
 	}
