@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 
@@ -21,26 +22,29 @@ const DefaultDecisionCacheSize = config.DefaultDecisionCacheSize
 // parts included — so it changes with what they read of the cluster (a
 // namespace's labels, a ClusterQueue's usage) and never with what they do not
 // (names, uids). A set's cache is dropped with the set when another loads.
-// Entries hold their input and a hit compares it whole: the hash (valueHash)
-// only chooses the bucket, which holds at most maxBucket entries.
+// Entries hold their input's encoding (valueKey) and a hit compares it whole:
+// the hash only chooses the bucket, which holds at most maxBucket entries.
 //
 // A tenant can fill it with shapes of its own: that costs others their cached
 // decisions, never a wrong one, and its memory is bounded by count and by
-// the size of the objects kept (decisionBytes; larger objects are never kept).
+// the inputs' encoded bytes (decisionBytes; larger inputs are never kept).
 type decisionCache struct {
 	mu      sync.Mutex // serializes a bucket's read-modify-write and the byte count
 	entries *lru.Cache[decisionKey, []decision]
-	bytes   int // the objects' JSON sizes of the entries kept
+	bytes   int // the entries' sizes (decision.size)
 }
 
-// decisionBytes bounds the objects' JSON bytes whose decisions are kept, and
-// maxDecisionObject the largest object kept: an input costs a few times its
-// object in memory, so this is tens of megabytes at most.
+// decisionBytes bounds the bytes the kept decisions hold, and maxDecisionKey
+// the largest input encoding kept: real Jobs' and JobSets' are a few
+// kilobytes, a thousand-replica JobSet's more than is worth keeping.
 const (
-	decisionBytes     = 16 << 20
-	maxDecisionObject = 32 << 10
+	decisionBytes  = 16 << 20
+	maxDecisionKey = 64 << 10
+	// decisionOverhead is what an entry holds besides its input's bytes:
+	// the result, the list's and the bucket's share.
+	decisionOverhead = 256
 	// maxBucket bounds the inputs compared on a lookup: distinct inputs
-	// share a bucket only by a collision of valueHash's 64 bits.
+	// share a bucket only by a collision of a 64-bit hash.
 	maxBucket = 4
 )
 
@@ -50,9 +54,22 @@ type decisionKey struct {
 }
 
 type decision struct {
-	input ast.Value
+	input []byte // the input's valueKey
 	res   *Result
 	size  int
+}
+
+// lookup is one request's key: get finds a decision with it, put keeps one
+// under it, release returns its buffer.
+type lookup struct {
+	key decisionKey
+	enc *valueKey
+}
+
+func (l lookup) release() {
+	if l.enc != nil {
+		putValueKey(l.enc)
+	}
 }
 
 // newDecisionCache returns nil (no reuse) for size ≤ 0.
@@ -73,47 +90,53 @@ func newDecisionCache(size int) *decisionCache {
 	return c
 }
 
-// get is the result cached for input under query, if any, and the key to put
-// one under. Results are shared: callers only read them.
-func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Result, decisionKey, bool) {
+// get is the result cached for input under query, if any, and the lookup to
+// put one with (release it once done). Results are shared: callers only read
+// them.
+func (c *decisionCache) get(query *rego.PreparedEvalQuery, input ast.Value) (*Result, lookup, bool) {
 	if c == nil || query == nil {
-		return nil, decisionKey{}, false
+		return nil, lookup{}, false
 	}
-	key := decisionKey{query: query, hash: valueHash(input)}
-	bucket, ok := c.entries.Get(key)
+	enc, ok := encodeValue(input)
+	if !ok || len(enc.buf) > maxDecisionKey {
+		putValueKey(enc)
+		return nil, lookup{}, false
+	}
+	l := lookup{key: decisionKey{query: query, hash: enc.hash()}, enc: enc}
+	bucket, ok := c.entries.Get(l.key)
 	if !ok {
-		return nil, key, false
+		return nil, l, false
 	}
 	for _, d := range bucket {
-		if d.input.Compare(input) == 0 {
-			return d.res, key, true
+		if bytes.Equal(d.input, enc.buf) {
+			return d.res, l, true
 		}
 	}
-	return nil, key, false
+	return nil, l, false
 }
 
 // put keeps a result that has no failure: a failure (a deadline, a full slot
-// pool) says more about the moment than about the input. size is the
-// request's object size (its JSON).
-// key is get's for the same input.
-func (c *decisionCache) put(key decisionKey, input ast.Value, res *Result, size int) {
-	if c == nil || key.query == nil || len(res.Failures) > 0 || size <= 0 || size > maxDecisionObject {
+// pool) says more about the moment than about the input. l is get's for the
+// same input.
+func (c *decisionCache) put(l lookup, res *Result) {
+	if c == nil || l.enc == nil || len(res.Failures) > 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	bucket, _ := c.entries.Peek(key)
+	bucket, _ := c.entries.Peek(l.key)
 	for _, d := range bucket {
-		if d.input.Compare(input) == 0 {
+		if bytes.Equal(d.input, l.enc.buf) {
 			return
 		}
 	}
-	c.entries.Remove(key) // its bytes leave with it, and come back below
+	c.entries.Remove(l.key) // its bytes leave with it, and come back below
 	if len(bucket) >= maxBucket {
 		bucket = bucket[1:]
 	}
-	c.entries.Add(key, append(slices.Clip(bucket), decision{input: input, res: res, size: size}))
-	c.bytes += sizeOf(bucket) + size
+	d := decision{input: bytes.Clone(l.enc.buf), res: res, size: len(l.enc.buf) + decisionOverhead}
+	c.entries.Add(l.key, append(slices.Clip(bucket), d))
+	c.bytes += sizeOf(bucket) + d.size
 	for c.bytes > decisionBytes && c.entries.Len() > 1 {
 		c.entries.RemoveOldest()
 	}

@@ -178,7 +178,8 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 		return e.inputFailure(err)
 	}
 	query := p.combined()
-	res, key, ok := p.set.decisions.get(query, input)
+	res, l, ok := p.set.decisions.get(query, input)
+	defer l.release()
 	if ok {
 		e.metrics.decisionHits.Inc()
 		e.observe(res, start)
@@ -189,7 +190,7 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 	if len(res.Failures) == 0 {
 		if p.set.decisions != nil && query != nil {
 			e.metrics.decisionMisses.Inc()
-			p.set.decisions.put(key, input, res, p.sub.size())
+			p.set.decisions.put(l, res)
 		}
 		// A new set may read what this one does not: it is tried on the
 		// whole input, built again only then.

@@ -99,14 +99,6 @@ type Subject struct {
 	Size int
 }
 
-// size is Size, 0 for no subject.
-func (s *Subject) size() int {
-	if s == nil {
-		return 0
-	}
-	return s.Size
-}
-
 // parseMatch reads custom.match. Unknown keys are refused, so that a typo
 // (namespaceSelecter) cannot silently widen a policy to every request.
 func parseMatch(v any) (*Match, error) {
