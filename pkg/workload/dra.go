@@ -3,11 +3,13 @@ package workload
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/dra"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -69,6 +71,15 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 		}
 		return claimed{}
 	}
+	// Kueue looks each extended resource up among the DeviceClasses by
+	// spec.extendedResourceName: when no class backs any, none is found and
+	// nothing is replaced, so the lookups (about 40 allocations) are skipped.
+	if extended && !backsExtended(o.Claims.DeviceClasses()) {
+		if !templates {
+			return claimed{}
+		}
+		extended = false
+	}
 	mapper := dra.NewResourceMapper()
 	if err := mapper.PopulateFromConfiguration(o.Kueue.DeviceClassMappings); err != nil {
 		return claimed{uncounted: fmt.Sprintf("Kueue's deviceClassMappings cannot be read: %v", err)}
@@ -112,6 +123,13 @@ func requestsExtended(podSets []kueue.PodSet) bool {
 		}
 	}
 	return false
+}
+
+// backsExtended reports whether a DeviceClass backs an extended resource.
+func backsExtended(classes []resourcev1.DeviceClass) bool {
+	return slices.ContainsFunc(classes, func(dc resourcev1.DeviceClass) bool {
+		return ptr.Deref(dc.Spec.ExtendedResourceName, "") != ""
+	})
 }
 
 // mergeSum adds src's per pod set requests to dst's, as Kueue's workload

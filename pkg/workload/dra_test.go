@@ -31,6 +31,14 @@ func (c claimTemplates) DeviceClasses() []resourcev1.DeviceClass {
 		Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: new("example.com/gpu")}}}
 }
 
+// unbacked are claimTemplates in a cluster whose DeviceClasses back no
+// extended resource.
+type unbacked struct{ claimTemplates }
+
+func (unbacked) DeviceClasses() []resourcev1.DeviceClass {
+	return []resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}}}
+}
+
 // claimTemplate claims count devices of class, with CEL selectors when cel is set.
 func claimTemplate(name, class string, count int64, cel string) *resourcev1.ResourceClaimTemplate {
 	req := &resourcev1.ExactDeviceRequest{DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}
@@ -113,6 +121,20 @@ var _ = Describe("devices claimed through DRA, counted with Kueue's code", func(
 
 		plain := summarize(job(2, 0, tmpl(podSpec(ctr("main", rl{"cpu": "1", "other.com/fpga": "3"}, nil)))), mapped)
 		Expect(plain.TotalRequests.Name("other.com/fpga", "").String()).To(Equal("6"), "not backed by a DeviceClass: itself")
+	})
+
+	It("charges extended resources under their own names when no DeviceClass backs one, templates still counted", func() {
+		o := workload.Options{Claims: unbacked{templates}, Kueue: mapped.Kueue}
+		spec := podSpec(ctr("main", rl{"cpu": "1", "example.com/gpu": "3"}, nil))
+		spec["resourceClaims"] = []any{map[string]any{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}}
+		sum := summarize(job(2, 0, tmpl(spec)), o)
+		Expect(sum.ClaimsUncounted).To(BeEmpty())
+		Expect(sum.TotalRequests.Name("example.com/gpu", "").String()).To(Equal("6"), "not replaced")
+		Expect(sum.TotalRequests.Name("nvidia.com/gpu", "").String()).To(Equal("4"), "the template's devices")
+
+		plain := summarize(job(2, 0, tmpl(podSpec(ctr("main", rl{"cpu": "1", "example.com/gpu": "3"}, nil)))), o)
+		Expect(plain.TotalRequests.Name("example.com/gpu", "").String()).To(Equal("6"))
+		Expect(plain.TotalRequests.Name("nvidia.com/gpu", "").IsZero()).To(BeTrue())
 	})
 
 	It("leaves a claim by name to the policy that refuses it by field", func() {
