@@ -9,7 +9,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kueue/pkg/dra"
 	"sigs.k8s.io/kueue/pkg/features"
@@ -61,30 +60,28 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 		}
 		return claimed{}
 	}
-	extended := features.Enabled(features.KueueDRAIntegrationExtendedResource) && requestsExtended(podSets)
+	// Only an extended resource a DeviceClass backs is charged as devices:
+	// for the others Kueue's lookups find no class and replace nothing.
+	var classes []resourcev1.DeviceClass
+	extended := false
+	if features.Enabled(features.KueueDRAIntegrationExtendedResource) && o.Claims != nil {
+		classes, extended = requestsBacked(podSets, o.Claims)
+	}
 	if !templates && !extended {
 		return claimed{}
 	}
 	if o.Claims == nil {
-		if templates {
-			return claimed{uncounted: "the ResourceClaimTemplates it names cannot be read here"}
-		}
-		return claimed{}
-	}
-	// Kueue looks each extended resource up among the DeviceClasses by
-	// spec.extendedResourceName: when no class backs any, none is found and
-	// nothing is replaced, so the lookups (about 40 allocations) are skipped.
-	if extended && !backsExtended(o.Claims.DeviceClasses()) {
-		if !templates {
-			return claimed{}
-		}
-		extended = false
+		return claimed{uncounted: "the ResourceClaimTemplates it names cannot be read here"}
 	}
 	mapper := dra.NewResourceMapper()
 	if err := mapper.PopulateFromConfiguration(o.Kueue.DeviceClassMappings); err != nil {
 		return claimed{uncounted: fmt.Sprintf("Kueue's deviceClassMappings cannot be read: %v", err)}
 	}
 	cl := kueueReader{dra: o.Claims}
+	if extended {
+		// Kueue lists the classes again for every resource: the list made above serves them.
+		cl.dra = listedClasses{o.Claims, classes}
+	}
 	var out claimed
 	if templates {
 		requests, errs := dra.GetResourceRequestsForResourceClaimTemplates(ctx, cl, dra.NewResourceSliceCache(cl), mapper, wl)
@@ -107,30 +104,41 @@ func claimRequests(ctx context.Context, namespace string, podSets []kueue.PodSet
 	return out
 }
 
-// requestsExtended reports whether a container asks for an extended resource,
-// which a DeviceClass may back: the rest skip the mapper and the lookups.
-func requestsExtended(podSets []kueue.PodSet) bool {
+// requestsBacked reports whether a container requests an extended resource a
+// DeviceClass backs, the only ones Kueue's ResolveExtendedResourceQuota
+// charges as devices, with the classes it listed (only once a container
+// requests an extended resource at all: most workloads never list them).
+func requestsBacked(podSets []kueue.PodSet, claims ClaimTemplates) (classes []resourcev1.DeviceClass, backed bool) {
+	listed := false
 	for i := range podSets {
 		spec := &podSets[i].Template.Spec
 		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 			for _, c := range cs {
-				for name := range c.Resources.Requests {
-					if utilresource.IsExtendedResourceName(name) {
-						return true
+				for name, q := range c.Resources.Requests {
+					// Kueue skips the same requests (dra.extendedResourceRequests).
+					if q.Sign() <= 0 || !utilresource.IsExtendedResourceName(name) {
+						continue
+					}
+					if !listed {
+						classes, listed = claims.DeviceClasses(), true
+					}
+					if slices.ContainsFunc(classes, func(dc resourcev1.DeviceClass) bool { return backs(&dc, name) }) {
+						return classes, true
 					}
 				}
 			}
 		}
 	}
-	return false
+	return classes, false
 }
 
-// backsExtended reports whether a DeviceClass backs an extended resource.
-func backsExtended(classes []resourcev1.DeviceClass) bool {
-	return slices.ContainsFunc(classes, func(dc resourcev1.DeviceClass) bool {
-		return ptr.Deref(dc.Spec.ExtendedResourceName, "") != ""
-	})
+// listedClasses answers Kueue's DeviceClass lookups from one list.
+type listedClasses struct {
+	ClaimTemplates
+	classes []resourcev1.DeviceClass
 }
+
+func (l listedClasses) DeviceClasses() []resourcev1.DeviceClass { return l.classes }
 
 // mergeSum adds src's per pod set requests to dst's, as Kueue's workload
 // controller merges the two DRA paths (its mergeDRAResources, unexported).

@@ -26,6 +26,12 @@ type kueueReader struct {
 	dra ClaimTemplates
 }
 
+// backs reports whether DeviceClass dc backs extended resource name: what
+// Kueue's field selector spec.extendedResourceName matches.
+func backs(dc *resourcev1.DeviceClass, name corev1.ResourceName) bool {
+	return ptr.Deref(dc.Spec.ExtendedResourceName, "") == string(name)
+}
+
 // errNoSlices is what Kueue's DRA code meets when it would list the cluster's
 // ResourceSlices: for a claim whose devices are chosen by CEL selectors, which
 // Kueue checks against the devices there are. kueue-guard does not read them
@@ -78,7 +84,7 @@ func (r kueueReader) List(_ context.Context, list client.ObjectList, opts ...cli
 		}
 		into.Items = nil
 		for _, dc := range r.dra.DeviceClasses() {
-			if !byName || ptr.Deref(dc.Spec.ExtendedResourceName, "") == want {
+			if !byName || backs(&dc, corev1.ResourceName(want)) {
 				into.Items = append(into.Items, dc)
 			}
 		}
