@@ -44,6 +44,25 @@ var _ = Describe("capacity asked for another way", func() {
 		Expect(alice.Create(ctx, fine)).To(Succeed())
 	})
 
+	It("a request in nanocores is judged by its value, never failing the policy", func() {
+		// The API server rounds a Pod's or Job's cpu up to millicores, but
+		// keeps a custom resource's quantities as written: OPA's units.parse
+		// knows no n, and a policy that failed on it would be skipped under
+		// onError: allow.
+		js := fixtures.JobSet(team, name("js")).Obj()
+		jobs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")
+		containers, _, _ := unstructured.NestedSlice(jobs[0].(map[string]any), "template", "spec", "template", "spec", "containers")
+		Expect(unstructured.SetNestedField(containers[0].(map[string]any), "250000001n", "resources", "requests", "cpu")).To(Succeed())
+		Expect(unstructured.SetNestedSlice(jobs[0].(map[string]any), containers, "template", "spec", "template", "spec", "containers")).To(Succeed())
+		Expect(unstructured.SetNestedSlice(js.Object, jobs, "spec", "replicatedJobs")).To(Succeed())
+		Expect(alice.Create(ctx, js)).To(Succeed())
+		Expect(js.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicatedJobs", ContainElement(
+			HaveKeyWithValue("template", HaveKeyWithValue("spec", HaveKeyWithValue("template", HaveKeyWithValue("spec",
+				HaveKeyWithValue("containers", ContainElement(HaveKeyWithValue("resources",
+					HaveKeyWithValue("requests", HaveKeyWithValue("cpu", "250000001n")))))))))))),
+			"as the API server stored it")
+	})
+
 	It("a reserved priority class is refused whether named by Kueue's label or by the pods' priorityClassName", func() {
 		// The shipped data reserves "critical" for ml-platform-admins.
 		byPods := job(1, 0)
