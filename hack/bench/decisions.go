@@ -127,6 +127,9 @@ func (b *bench) checkStreams(ctx context.Context) error {
 				opaDiffer = append(opaDiffer, body.Stream.Names[i]+": "+d)
 			}
 		}
+		if err := b.checkLastPass(ctx, client, body); err != nil {
+			return fmt.Errorf("%s, %w", body.Name, err)
+		}
 		if len(opaDiffer) > 0 {
 			m := fmt.Sprintf("%s: OPA's findings differ from kueue-guard's on %d of %d requests, first %s",
 				body.Name, len(opaDiffer), len(answers), opaDiffer[0])

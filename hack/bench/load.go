@@ -63,6 +63,10 @@ type caller struct {
 	// atomic add, not a lock: the workers would queue on a lock.
 	stream [][]byte
 	cursor *atomic.Uint64
+	// marks are the stream's pass digits (passes.go), nil for OPA's inputs;
+	// patched holds the request a later pass sends.
+	marks   [][]int
+	patched []byte
 }
 
 // request is one URL and the payload sent to it.
@@ -78,7 +82,12 @@ func (c *caller) call(ctx context.Context) error {
 	url, payload := c.url, c.payload
 	switch {
 	case len(c.stream) > 0:
-		payload = c.stream[(c.cursor.Add(1)-1)%uint64(len(c.stream))]
+		n, size := c.cursor.Add(1)-1, uint64(len(c.stream))
+		payload = c.stream[n%size]
+		if pass := n / size; pass > 0 && c.marks != nil && len(c.marks[n%size]) > 0 {
+			c.patched = passVariant(c.patched, payload, c.marks[n%size], pass)
+			payload = c.patched
+		}
 	case len(c.mix) > 0:
 		r := c.mix[c.next%len(c.mix)]
 		c.next++

@@ -140,10 +140,10 @@ func (b *bench) measure(ctx context.Context, p plan) error {
 // stream, all on one cursor, so that the workers send its requests in turn.
 func callers(ep *endpoint, b *body, conns int) (newCaller func() *caller, done func()) {
 	client := newClient(conns)
-	url, payload, stream := ep.url(), ep.payload(b), ep.stream(b)
+	url, payload, stream, marks := ep.url(), ep.payload(b), ep.stream(b), ep.marks(b)
 	cursor := new(atomic.Uint64)
 	return func() *caller {
-		return &caller{client: client, url: url, payload: payload, check: ep.check, stream: stream, cursor: cursor}
+		return &caller{client: client, url: url, payload: payload, check: ep.check, stream: stream, cursor: cursor, marks: marks}
 	}, client.CloseIdleConnections
 }
 
@@ -157,6 +157,10 @@ func (b *bench) measureClosed(ctx context.Context, pt point) (closedResult, erro
 	}
 	pid := pt.ep.srv.proc.pid()
 	before, err := cpuTime(pid)
+	if err != nil {
+		return closedResult{}, err
+	}
+	decisionsBefore, err := decisionCounts(ctx, pt.ep.srv)
 	if err != nil {
 		return closedResult{}, err
 	}
@@ -185,8 +189,31 @@ func (b *bench) measureClosed(ctx context.Context, pt point) (closedResult, erro
 	if r.Requests > 0 {
 		r.CPUPerRequest = (after - before) / time.Duration(r.Requests)
 	}
+	decisionsAfter, err := decisionCounts(ctx, pt.ep.srv)
+	if err != nil {
+		return closedResult{}, err
+	}
+	r.Decisions = decisionsAfter.minus(decisionsBefore)
 	return r, nil
 }
+
+// decisionCounts reads kueue-guard's decision cache counters (zero for
+// the other servers, which have none).
+func decisionCounts(ctx context.Context, s *server) (decisions, error) {
+	if s.metrics == "" {
+		return decisions{}, nil
+	}
+	v, err := readMetrics(ctx, s.metrics, decisionHit, decisionMiss)
+	if err != nil {
+		return decisions{}, err
+	}
+	return decisions{Hits: int(v[decisionHit]), Misses: int(v[decisionMiss])}, nil
+}
+
+const (
+	decisionHit  = `kueue_guard_policy_decision_cache_total{result="hit"}`
+	decisionMiss = `kueue_guard_policy_decision_cache_total{result="miss"}`
+)
 
 // measureOpen measures one open-loop point at rate requests per second, after a
 // warm-up at that rate.

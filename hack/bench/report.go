@@ -179,7 +179,7 @@ func closedTable(r *results, keep func(*closedResult) bool, withC bool) *table {
 	if withC {
 		header = append(header, "C>")
 	}
-	header = append(header, "rps>", "rps ×floor>", "p50 ms>", "p90 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "CPU ms/req>", "errors>")
+	header = append(header, "rps>", "rps ×floor>", "p50 ms>", "p90 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "CPU ms/req>", "decisions reused>", "errors>")
 	t := newTable(header...)
 	for i := range r.Closed {
 		x := &r.Closed[i]
@@ -195,7 +195,7 @@ func closedTable(r *results, keep func(*closedResult) bool, withC bool) *table {
 			rpsRatio, p99Ratio = ratio(x.RPS, f.RPS), ratio(float64(x.Latency.P99), float64(f.Latency.P99))
 		}
 		row = append(row, rpsCell(x), rpsRatio, msf(x.Latency.P50), msf(x.Latency.P90), msf(x.Latency.P99),
-			p99Ratio, msf(x.Latency.Max), msf(x.CPUPerRequest), errorsCell(x.Errors, x.FirstError))
+			p99Ratio, msf(x.Latency.Max), msf(x.CPUPerRequest), x.Decisions.reusedCell(), errorsCell(x.Errors, x.FirstError))
 		t.add(row...)
 	}
 	return t

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
@@ -82,6 +83,24 @@ type closedResult struct {
 	// CPUPerRequest is the server's CPU time over the repetitions divided by
 	// the requests completed.
 	CPUPerRequest time.Duration
+	// Decisions are kueue-guard's policy evaluations over the
+	// repetitions: answered by its decision cache, or evaluated.
+	Decisions decisions
+}
+
+// decisions counts a point's policy decisions by how they were made.
+type decisions struct{ Hits, Misses int }
+
+func (d decisions) minus(o decisions) decisions {
+	return decisions{Hits: d.Hits - o.Hits, Misses: d.Misses - o.Misses}
+}
+
+// reusedCell is the share of decisions the cache answered, or "–".
+func (d decisions) reusedCell() string {
+	if d.Hits+d.Misses <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(d.Hits)/float64(d.Hits+d.Misses))
 }
 
 // openResult is one open-loop point's figures.

@@ -39,6 +39,11 @@ type stream struct {
 	Names []string
 	// Want is the reference's answer to each request (decisions.go).
 	Want []policyAnswer
+	// Marks are where a unique shape's request carries its pass digits
+	// (passes.go), nil for a repeated shape's; LastWant is the reference's
+	// answer to it as the last pass would send it.
+	Marks    [][]int
+	LastWant []policyAnswer
 	// Shapes counts the distinct shapes, Repeated the requests of a shared
 	// one, Grows the UPDATEs that ask Kueue for more.
 	Shapes, Repeated, Grows int
@@ -73,6 +78,9 @@ type shape struct {
 	// maxExec: the workload carries Kueue's max-exec-time label, as the
 	// shipped policies recommend; the others get their warning.
 	maxExec bool
+	// unique: no other request has this shape (its cpu request carries
+	// the pass digits).
+	unique bool
 }
 
 // randomShape draws a shape; cpuMilli is given, to make unique shapes unique.
@@ -86,7 +94,13 @@ func randomShape(rng *rand.Rand, id string, cpuMilli int64) shape {
 	return s
 }
 
-func (s shape) cpu() string    { return strconv.FormatInt(s.cpuMilli, 10) + "m" }
+func (s shape) cpu() string {
+	if s.unique {
+		return uniqueCPU(s.cpuMilli)
+	}
+	return strconv.FormatInt(s.cpuMilli, 10) + "m"
+}
+
 func (s shape) memory() string { return strconv.FormatInt(s.memMi, 10) + "Mi" }
 
 func (s shape) labels(app string) map[string]any {
@@ -103,6 +117,8 @@ type streamWorkload struct {
 	obj      *unstructured.Unstructured
 	shape    string
 	repeated bool
+	// cpuMilli is a unique shape's cpu request (passes.go).
+	cpuMilli int64
 }
 
 // The streams' kinds and operations, and their names: "Job CREATE stream", ...
@@ -164,6 +180,7 @@ func streamWorkloads(ctx context.Context, p *admission.Pipeline, ref *referee, r
 		s := shapes[rng.IntN(len(shapes))]
 		if !repeated {
 			s = randomShape(rng, "u"+strconv.Itoa(i), 101+2*int64(i))
+			s.unique = true
 		}
 		obj := streamObject(kind, s, fmt.Sprintf("%s-%s-%05d", streamPrefix(kind), s.id, i))
 		obj.SetUID(types.UID(newUUID(rng)))
@@ -172,6 +189,9 @@ func streamWorkloads(ctx context.Context, p *admission.Pipeline, ref *referee, r
 			return nil, fmt.Errorf("defaulting %s %s: %w", kind, obj.GetName(), err)
 		}
 		out[i] = streamWorkload{obj: queued, shape: s.id, repeated: repeated}
+		if s.unique {
+			out[i].cpuMilli = s.cpuMilli
+		}
 	}
 	return out, nil
 }
@@ -183,7 +203,8 @@ func streamWorkloads(ctx context.Context, p *admission.Pipeline, ref *referee, r
 func newStream(ctx context.Context, ref *referee, rng *rand.Rand, kind string, op admissionv1.Operation, workloads []streamWorkload) (*body, error) {
 	name := streamName(kind, op)
 	n := len(workloads)
-	s := &stream{Reviews: make([][]byte, n), Inputs: make([][]byte, n), Want: make([]policyAnswer, n), Names: make([]string, n)}
+	s := &stream{Reviews: make([][]byte, n), Inputs: make([][]byte, n), Want: make([]policyAnswer, n), Names: make([]string, n),
+		Marks: make([][]int, n), LastWant: make([]policyAnswer, n)}
 	reviews := make([]*admissionv1.AdmissionReview, n)
 	shapes := map[string]bool{}
 	for i, w := range workloads {
@@ -210,6 +231,14 @@ func newStream(ctx context.Context, ref *referee, rng *rand.Rand, kind string, o
 		}
 		if s.Inputs[i], s.Want[i], err = ref.decide(ctx, reviews[i]); err != nil {
 			return fmt.Errorf("%s, %s: %w", name, s.Names[i], err)
+		}
+		if w := workloads[i]; w.cpuMilli > 0 {
+			if s.Marks[i], err = passMarks(s.Reviews[i], w.cpuMilli); err == nil {
+				s.LastWant[i], err = lastPassWant(ctx, ref, s.Reviews[i], s.Marks[i])
+			}
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", name, s.Names[i], err)
+			}
 		}
 		return nil
 	})

@@ -93,6 +93,15 @@ func (e *endpoint) stream(b *body) [][]byte {
 	return b.Stream.Reviews
 }
 
+// marks are where the endpoint's stream requests carry their pass digits
+// (passes.go): the reviews', none in OPA's inputs.
+func (e *endpoint) marks(b *body) [][]int {
+	if b.Stream == nil || e.opa {
+		return nil
+	}
+	return b.Stream.Marks
+}
+
 // check is the endpoint's answer check under load: it decodes no more than it
 // needs to tell that the answer is there.
 func (e *endpoint) check(raw []byte) error {
