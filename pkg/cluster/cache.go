@@ -112,7 +112,7 @@ type InformerView struct {
 	// ownMutating names kueue-guard's mutating webhook configuration, to
 	// tell which of Kueue's run before it (KueueWebhooksFirst).
 	ownMutating string
-	kueueConfig atomic.Pointer[parsedKueueConfig]
+	kueueConfig kueueConfigMemo
 	serving     atomic.Pointer[servingState]
 	// optional are the kinds served by CRDs, whose informers follow them.
 	optional *optionalKinds
@@ -138,14 +138,6 @@ type computedCapacity struct {
 	generation int64
 	caps       map[string][]Capacity
 	err        error
-}
-
-// parsedKueueConfig memoises the parse of Kueue's Configuration per version of
-// its ConfigMap.
-type parsedKueueConfig struct {
-	uid, resourceVersion string
-	cfg                  *KueueConfig
-	err                  error
 }
 
 var _ View = (*InformerView)(nil)
@@ -181,6 +173,9 @@ func NewInformerView(ctx context.Context, c cache.Cache, live client.Reader, kue
 		return nil, err
 	}
 	if err := v.watchPriorityClasses(ctx); err != nil {
+		return nil, err
+	}
+	if err := v.watchKueueConfig(ctx); err != nil {
 		return nil, err
 	}
 	for _, t := range optionalTypes() {
@@ -367,29 +362,6 @@ func (v *InformerView) KueueFrameworks() ([]string, bool) {
 		return nil, false
 	}
 	return cfg.Frameworks, true
-}
-
-// KueueConfig implements View. The parse is memoised per version of the
-// ConfigMap, so requests do not re-parse YAML.
-func (v *InformerView) KueueConfig() (*KueueConfig, bool) {
-	list := &corev1.ConfigMapList{}
-	if err := v.cache.List(context.Background(), list, client.InNamespace(v.kueueNamespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, false
-	}
-	cms := make([]*corev1.ConfigMap, len(list.Items))
-	for i := range list.Items {
-		cms[i] = &list.Items[i]
-	}
-	cm := kueueConfigMap(cms)
-	if cm == nil {
-		return nil, false
-	}
-	if p := v.kueueConfig.Load(); p != nil && p.uid == string(cm.UID) && p.resourceVersion == cm.ResourceVersion {
-		return p.cfg, p.err == nil
-	}
-	cfg, err := ParseKueueConfig(cm.Data[KueueConfigKey], v.kueueNamespace)
-	v.kueueConfig.Store(&parsedKueueConfig{uid: string(cm.UID), resourceVersion: cm.ResourceVersion, cfg: cfg, err: err})
-	return cfg, err == nil
 }
 
 // ClusterQueueCapacity implements View. Capacities are computed once per
