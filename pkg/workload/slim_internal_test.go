@@ -48,6 +48,10 @@ func withUnreadFields(obj *unstructured.Unstructured) *unstructured.Unstructured
 		if _, ok := m["containers"].([]any); !ok {
 			return
 		}
+		m["volumes"] = appendAny(m["volumes"], map[string]any{"name": "scratch", "emptyDir": map[string]any{"sizeLimit": "50Gi"}},
+			map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": "data"}},
+			map[string]any{"name": "cache", "ephemeral": map[string]any{"volumeClaimTemplate": map[string]any{"spec": map[string]any{
+				"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "10Gi"}}}}}})
 		m["initContainers"] = appendAny(m["initContainers"], []any{
 			map[string]any{"name": "fetch", "resources": map[string]any{"requests": map[string]any{"cpu": "250m"}}},
 			map[string]any{"name": "proxy", "restartPolicy": "Always", "resources": map[string]any{"limits": map[string]any{"memory": "64Mi"}}},
@@ -88,6 +92,9 @@ var _ = ginkgo.Describe("withoutUnreadContainerFields", func() {
 			map[string]any{"template": map[string]any{"spec": map[string]any{
 				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always"}},
 				"ephemeralContainers": []any{map[string]any{"name": "e"}}}}}, true),
+		ginkgo.Entry("a pod spec's volumes, beside its containers",
+			map[string]any{"containers": []any{map[string]any{"name": "m"}}, "volumes": []any{map[string]any{"name": "v"}}, "nodeSelector": map[string]any{}},
+			map[string]any{"containers": []any{map[string]any{"name": "m"}}, "nodeSelector": map[string]any{}}, true),
 		ginkgo.Entry("the same names outside a container list",
 			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}},
 			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}}, false),
@@ -101,6 +108,7 @@ var _ = ginkgo.Describe("withoutUnreadContainerFields", func() {
 	)
 
 	ginkgo.It("has a value for every unread field", func() {
+		Expect(unreadPodFields).To(HaveLen(1), "withUnreadFields sets volumes only")
 		for k := range unreadContainerFields {
 			Expect(unreadValues).To(HaveKey(k))
 		}
@@ -119,6 +127,7 @@ var _ = ginkgo.Describe("decodedForQuota", func() {
 	unread := cmpopts.IgnoreFields(corev1.Container{}, "Command", "Args", "WorkingDir", "Env", "EnvFrom", "Ports",
 		"VolumeMounts", "VolumeDevices", "LivenessProbe", "ReadinessProbe", "StartupProbe", "Lifecycle",
 		"SecurityContext", "TerminationMessagePath", "TerminationMessagePolicy", "ImagePullPolicy", "Stdin", "StdinOnce", "TTY")
+	unreadPod := cmpopts.IgnoreFields(corev1.PodSpec{}, "Volumes")
 	objects := []*unstructured.Unstructured{fixtures.TrainingJobSet("ml", "train").Obj()}
 	for _, o := range fixtures.EveryKind("ml") {
 		objects = append(objects, o.Obj())
@@ -135,7 +144,7 @@ var _ = ginkgo.Describe("decodedForQuota", func() {
 			Expect(cmp.Diff(wantSummary, gotSummary, quantities)).To(BeEmpty())
 			gotUnit, err := KueueUnit(ctx, obj, Options{})
 			sameError(err, wantUnitErr)
-			Expect(cmp.Diff(wantUnit, gotUnit, quantities, kueueResources, unread, cmpopts.EquateEmpty())).To(BeEmpty())
+			Expect(cmp.Diff(wantUnit, gotUnit, quantities, kueueResources, unread, unreadPod, cmpopts.EquateEmpty())).To(BeEmpty())
 		})
 	}
 })
