@@ -129,3 +129,19 @@ test_numbers_as_quantities if {
 	c := {"name": "main", "resources": {"requests": {"cpu": 2, "memory": 0}}}
 	{v.field | some v in policy.deny} == {"spec.template.spec.containers[0].resources.requests.memory"} with input as job([c])
 }
+
+# Nano and micro quantities are valid Kubernetes quantities that units.parse
+# does not know: the policy reads them by their value, never fails on them.
+test_nano_and_micro_quantities if {
+	tiny := {"name": "main", "resources": {"requests": {"cpu": "1n", "memory": "1Gi"}}}
+	count(policy.deny) == 0 with input as job([tiny])
+	zero := {"name": "main", "resources": {"requests": {"cpu": "0n", "memory": "0u"}}}
+	count(policy.deny) == 2 with input as job([zero])
+	conf := {"minimum_requests": {"cpu": "10m"}}
+	below := {"name": "main", "resources": {"requests": {"cpu": "9999999n", "memory": "1Gi"}}}
+	some v in policy.deny with input as job([below]) with data.kueue_guard.config as conf
+	v.msg == `container "main" requests 9999999n cpu: Kueue charges quota by requests, so it would run on quota it never reserved; request at least 10m`
+	enough := {"name": "main", "resources": {"requests": {"cpu": "10000u", "memory": "1Gi"}}}
+	count(policy.deny) == 0 with input as job([enough]) with data.kueue_guard.config as conf
+	count(policy.deny) == 0 with input as job([enough]) with data.kueue_guard.config as {"minimum_requests": {"cpu": "10000000n"}}
+}
