@@ -155,11 +155,7 @@ func NewInformerView(ctx context.Context, c cache.Cache, live client.Reader, kue
 	v := &InformerView{cache: c, live: live, kueueNamespace: kueueNamespace, stop: stop}
 	v.optional = &optionalKinds{cache: c, logger: log.FromContext(ctx).WithName("crds"),
 		byGVK: map[schema.GroupVersionKind]*optionalKind{}, changed: func() { v.generation.Add(1) }}
-	bump := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { v.generation.Add(1) },
-		UpdateFunc: func(any, any) { v.generation.Add(1) },
-		DeleteFunc: func(any) { v.generation.Add(1) },
-	}
+	bump := countEvents(&v.generation)
 	capacityInput := map[schema.GroupVersionKind]bool{
 		kueue.SchemeGroupVersion.WithKind("ResourceFlavor"): true, kueue.SchemeGroupVersion.WithKind("Cohort"): true,
 		kueue.SchemeGroupVersion.WithKind("ClusterQueue"): true,
@@ -450,4 +446,14 @@ func (v *InformerView) ScaleTarget(gk schema.GroupKind, namespace, name string, 
 		return nil, false, nil
 	}
 	return u, true, nil
+}
+
+// countEvents is an informer handler that moves n with every event: a
+// generation that memoised answers compare theirs with.
+func countEvents(n *atomic.Int64) toolscache.ResourceEventHandlerFuncs {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { n.Add(1) },
+		UpdateFunc: func(any, any) { n.Add(1) },
+		DeleteFunc: func(any) { n.Add(1) },
+	}
 }

@@ -53,11 +53,7 @@ func schedulingOnly(gvk schema.GroupVersionKind) bool {
 
 // schedulingBump counts every change of what Kueue's scheduler reads.
 func (v *InformerView) schedulingBump() toolscache.ResourceEventHandlerFuncs {
-	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { v.schedGeneration.Add(1) },
-		UpdateFunc: func(any, any) { v.schedGeneration.Add(1) },
-		DeleteFunc: func(any) { v.schedGeneration.Add(1) },
-	}
+	return countEvents(&v.schedGeneration)
 }
 
 // watchPriorityClasses counts the PriorityClasses' changes in the scheduling
