@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -80,37 +79,4 @@ func lastPassWant(ctx context.Context, ref *referee, review []byte, marks []int)
 	}
 	_, want, err := ref.decide(ctx, &ar)
 	return want, err
-}
-
-// checkLastPass sends kueue-guard each unique request of a stream as maxPass
-// sends it, and records its answers against the reference's.
-func (b *bench) checkLastPass(ctx context.Context, client *http.Client, body *body) error {
-	s, guard := body.Stream, b.endpoint(epValidate)
-	answers := make([]policyAnswer, len(s.Reviews))
-	callers := make([]*caller, checkWorkers)
-	for w := range callers {
-		callers[w] = &caller{client: client, url: guard.url(), check: guard.check}
-	}
-	err := forEach(ctx, len(answers), checkWorkers, func(w, i int) error {
-		if len(s.Marks[i]) == 0 {
-			return nil
-		}
-		c := callers[w]
-		c.payload = passVariant(nil, s.Reviews[i], s.Marks[i], maxPass)
-		if err := c.call(ctx); err != nil {
-			return fmt.Errorf("%s (pass %d): %w", s.Names[i], maxPass, err)
-		}
-		var err error
-		_, answers[i], err = admissionAnswer(c.buf.Bytes(), b.policyIDs)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for i, a := range answers {
-		if len(s.Marks[i]) > 0 {
-			b.results.Decisions.record(fmt.Sprintf("%s, %s (pass %d)", body.Name, s.Names[i], maxPass), a, s.LastWant[i])
-		}
-	}
-	return nil
 }

@@ -114,11 +114,8 @@ func (s shape) labels(app string) map[string]any {
 // streamWorkload is one workload of a kind's streams, as the mutating webhook
 // leaves it.
 type streamWorkload struct {
-	obj      *unstructured.Unstructured
-	shape    string
-	repeated bool
-	// cpuMilli is a unique shape's cpu request (passes.go).
-	cpuMilli int64
+	obj   *unstructured.Unstructured
+	shape shape
 }
 
 // The streams' kinds and operations, and their names: "Job CREATE stream", ...
@@ -188,10 +185,7 @@ func streamWorkloads(ctx context.Context, p *admission.Pipeline, ref *referee, r
 		if err != nil {
 			return nil, fmt.Errorf("defaulting %s %s: %w", kind, obj.GetName(), err)
 		}
-		out[i] = streamWorkload{obj: queued, shape: s.id, repeated: repeated}
-		if s.unique {
-			out[i].cpuMilli = s.cpuMilli
-		}
+		out[i] = streamWorkload{obj: queued, shape: s}
 	}
 	return out, nil
 }
@@ -218,8 +212,8 @@ func newStream(ctx context.Context, ref *referee, rng *rand.Rand, kind string, o
 		}
 		reviews[i] = admissionReview(kind, op, object, old)
 		reviews[i].Request.UID = types.UID(newUUID(rng))
-		s.Names[i], shapes[w.shape] = object.GetName(), true
-		if w.repeated {
+		s.Names[i], shapes[w.shape.id] = object.GetName(), true
+		if !w.shape.unique {
 			s.Repeated++
 		}
 	}
@@ -232,8 +226,8 @@ func newStream(ctx context.Context, ref *referee, rng *rand.Rand, kind string, o
 		if s.Inputs[i], s.Want[i], err = ref.decide(ctx, reviews[i]); err != nil {
 			return fmt.Errorf("%s, %s: %w", name, s.Names[i], err)
 		}
-		if w := workloads[i]; w.cpuMilli > 0 {
-			if s.Marks[i], err = passMarks(s.Reviews[i], w.cpuMilli); err == nil {
+		if sh := workloads[i].shape; sh.unique {
+			if s.Marks[i], err = passMarks(s.Reviews[i], sh.cpuMilli); err == nil {
 				s.LastWant[i], err = lastPassWant(ctx, ref, s.Reviews[i], s.Marks[i])
 			}
 			if err != nil {
