@@ -56,31 +56,9 @@ declared(c, r) := q if {
 	q != null
 }
 
-# quantity is a Kubernetes quantity's value. units.parse knows every suffix
-# but n and u, which the API server accepts (and keeps, as in "1n"): a request
-# the policy could not read would fail it, and under policies.onError: allow
-# let a request below the minimum through.
-quantity(q) := q if is_number(q)
+too_small(q, _) if lib.quantity(q) <= 0
 
-quantity(q) := units.parse(q) if {
-	is_string(q)
-	not endswith(q, "n")
-	not endswith(q, "u")
-}
-
-quantity(q) := units.parse(trim_suffix(q, "n")) / 1000000000 if {
-	is_string(q)
-	endswith(q, "n")
-}
-
-quantity(q) := units.parse(trim_suffix(q, "u")) / 1000000 if {
-	is_string(q)
-	endswith(q, "u")
-}
-
-too_small(q, _) if quantity(q) <= 0
-
-too_small(q, r) if quantity(q) < quantity(minimum[r])
+too_small(q, r) if lib.quantity(q) < lib.quantity(minimum[r])
 
 deny contains {"msg": msg, "field": field_of(i, list, j)} if {
 	lib.judged

@@ -37,6 +37,29 @@ is_gpu(r) if strings.any_prefix_match(r, gpu_prefixes)
 # per evaluation: one built-in call per resource then matches them all.
 gpu_prefixes := [trim_suffix(p, "*") | some p in gpu_resources; endswith(p, "*")]
 
+# quantity(q) is the value of a Kubernetes quantity as an object keeps it (a
+# container's requests as written: "500m", "1Gi", 2), in base units.
+# units.parse knows every suffix but n and u, which the API server accepts and
+# keeps in a custom resource ("1n"): a policy that failed on them would be
+# skipped under policies.onError: allow.
+quantity(q) := q if is_number(q)
+
+quantity(q) := units.parse(q) if {
+	is_string(q)
+	not endswith(q, "n")
+	not endswith(q, "u")
+}
+
+quantity(q) := units.parse(trim_suffix(q, "n")) / 1000000000 if {
+	is_string(q)
+	endswith(q, "n")
+}
+
+quantity(q) := units.parse(trim_suffix(q, "u")) / 1000000 if {
+	is_string(q)
+	endswith(q, "u")
+}
+
 # creating is true for a new workload.
 creating if input.request.operation == "CREATE"
 
