@@ -56,7 +56,7 @@ type Env struct {
 	WebhookClientCA []byte
 	assets          string
 	// children are the components started next to the API server (see
-	// controlplane.go); Stop stops them first.
+	// process.go); Stop stops them first.
 	children children
 }
 
