@@ -144,15 +144,36 @@ var _ = Describe("the integration guard", func() {
 		Expect(d.Allowed()).To(BeFalse())
 	})
 
-	It("warns instead with integrations.action warn, in under 120 characters", func() {
+	// Kueue does not integrate these kinds, so it never holds or resumes them:
+	// they arrive as written, and kueue-guard must not hold them for Kueue
+	// either (nothing would ever release them), nor demand that they be held.
+	It("warns instead with integrations.action warn, in under 120 characters, and leaves them unheld", func() {
 		cfg := config.Default()
 		cfg.Integrations.Action = config.IntegrationActionWarn
 		for _, build := range []func(string, string) fixtures.Object{fixtures.AppWrapper, fixtures.PyTorchJob, fixtures.LeaderWorkerSet} {
-			d := validate(built(cfg), view(nsWithQueue()...), create(build("a", "w").Queue("q").Obj()))
-			Expect(d.Allowed()).To(BeTrue())
-			Expect(d.Warnings).To(HaveLen(1))
-			Expect(len(d.Warnings[0])).To(BeNumerically("<", 120), d.Warnings[0])
+			for _, v := range []cluster.View{view(nsWithQueue()...), away{view(nsWithQueue()...)}} {
+				req := create(build("a", "w").Queue("q").Obj())
+				Expect(mutate(built(cfg), v, req).Patch).To(BeEmpty(), build("a", "w").GetKind())
+				d := validateUnheld(built(cfg), v, req)
+				Expect(d.Allowed()).To(BeTrue(), "%s: %v", build("a", "w").GetKind(), d.Denials())
+				Expect(d.Warnings).To(HaveLen(1))
+				Expect(len(d.Warnings[0])).To(BeNumerically("<", 120), d.Warnings[0])
+			}
 		}
+	})
+
+	It("gives one cause for an unsupported kind: the kind, not its hold", func() {
+		d := validateUnheld(built(config.Default()), view(nsWithQueue()...), create(fixtures.AppWrapper("a", "w").Queue("q").Obj()))
+		Expect(rules(d)).To(Equal([]string{guard.RuleUnsupportedIntegration + "/deny"}))
+	})
+
+	It("lets the requester resume a queued workload of an unsupported kind: Kueue never will", func() {
+		cfg := config.Default()
+		cfg.Integrations.Action = config.IntegrationActionWarn
+		old := fixtures.AppWrapper("a", "w").Queue("q").Set(true, "spec", "suspend").Obj()
+		resumed := old.DeepCopy()
+		Expect(unstructured.SetNestedField(resumed.Object, false, "spec", "suspend")).To(Succeed())
+		Expect(validate(built(cfg), view(nsWithQueue()...), update(old, resumed)).Denials()).To(BeEmpty())
 	})
 
 	Describe("under oss", func() {

@@ -20,7 +20,8 @@ const kueueHoldName = "kueue-hold"
 var RuleNotHeld = Register(Rule{
 	ID:    RuleNamespace + ".not_held",
 	Title: "A new queued workload arrives held",
-	Doc: "A new workload Kueue will admit (it has a queue, or Kueue's manageJobsWithoutQueueName covers it) must be " +
+	Doc: "A new workload Kueue will admit (a kind the install's Kueue integrates, with a queue, or covered by Kueue's " +
+		"manageJobsWithoutQueueName) must be " +
 		"stored held the way Kueue's own webhook holds its kind: suspended; a Pod with Kueue's scheduling gate; a " +
 		"Deployment's, StatefulSet's or LeaderWorkerSet's pod template marked kueue.x-k8s.io/pod-suspending-parent. " +
 		"The mutating path sets that hold itself, so the order of the webhooks does not matter; this denies what " +
@@ -79,11 +80,11 @@ func (KueueHold) applies(req *Request, t Target, view cluster.View) bool {
 }
 
 // kueueWouldHold reports whether Kueue holds the new workload until it admits
-// it: a kind it holds, queued (or covered by manageJobsWithoutQueueName), not
-// one it ignores whatever its queue.
+// it: a kind it integrates and holds, queued (or covered by
+// manageJobsWithoutQueueName), not one it ignores whatever its queue.
 func kueueWouldHold(req *Request, t Target, view cluster.View) bool {
 	in := t.Integration
-	return req.Object != nil && workload.Holdable(in) &&
+	return req.Object != nil && !t.Unintegrated && workload.Holdable(in) &&
 		(workload.QueueName(req.Object, in) != "" || kueueHoldsUnqueued(req.Namespace, view)) &&
 		kueueIgnores(req.Object, req.Namespace, in, view) == ""
 }

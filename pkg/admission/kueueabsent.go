@@ -86,6 +86,7 @@ func (s KueueSuspender) Settled(_ string, _ *integrations.Integration, own map[s
 // Kueue would never release it.
 func (s KueueAbsence) applies(req *Request, t Target, view cluster.View) bool {
 	return s.action != config.KueueAbsentAllow && (req.Operation == admissionv1.Create || !t.TrustedController) && req.Object != nil &&
+		!t.Unintegrated &&
 		workload.QueueName(req.Object, t.Integration) != "" && !view.KueueServing() &&
 		kueueIgnores(req.Object, req.Namespace, t.Integration, view) == ""
 }

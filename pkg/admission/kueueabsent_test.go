@@ -82,21 +82,39 @@ var _ = Describe("while Kueue is not serving", func() {
 	})
 
 	It("denies scaling up a queued StatefulSet or LeaderWorkerSet, whose new pods only Kueue would gate, and lets it scale down", func() {
+		// An install whose Kueue integrates LeaderWorkerSet (the managed one
+		// does not: see the next spec).
+		cfg := config.Default()
+		cfg.InstallProfile = config.ProfileOSS
+		cfg.Controllers.Allowed = nil
+		cfg.Integrations.Frameworks = []string{"statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
 		for _, obj := range []*unstructured.Unstructured{
 			fixtures.StatefulSet("t", "s").Queue("q").Set(int64(0), "spec", "replicas").Obj(),
 			fixtures.LeaderWorkerSet("t", "l").Queue("q").Obj(),
 		} {
 			grown := obj.DeepCopy()
 			Expect(unstructured.SetNestedField(grown.Object, int64(2), "spec", "replicas")).To(Succeed())
-			d := validate(built(config.Default()), gone(), update(obj, grown))
+			d := validate(built(cfg), gone(), update(obj, grown))
 			Expect(absentRules(d)).To(Equal([]string{guard.RuleKueueAbsent + "/deny"}), obj.GetKind())
 			Expect(d.Violations[len(d.Violations)-1].Message).To(ContainSubstring("scale it up once Kueue is back"))
-			Expect(absentRules(validate(built(config.Default()), gone(), update(grown, obj)))).To(BeEmpty(), "scaling down")
+			Expect(absentRules(validate(built(cfg), gone(), update(grown, obj)))).To(BeEmpty(), "scaling down")
 		}
 		dep := fixtures.Deployment("t", "d").Queue("q").Obj()
 		grown := dep.DeepCopy()
 		Expect(unstructured.SetNestedField(grown.Object, int64(3), "spec", "replicas")).To(Succeed())
 		Expect(absentRules(validate(built(config.Default()), gone(), update(dep, grown)))).To(BeEmpty(), "a Deployment's new Pods are gated one by one")
+	})
+
+	It("holds nothing of a kind the install's Kueue does not integrate: Kueue would never release it", func() {
+		cfg := config.Default()
+		cfg.Integrations.Action = config.IntegrationActionWarn
+		req := create(fixtures.AppWrapper("t", "a").Queue("q").Obj())
+		Expect(mutate(built(cfg), gone(), req).Patch).To(BeEmpty())
+		Expect(absentRules(validateUnheld(built(cfg), gone(), req))).To(BeEmpty())
+		lws := fixtures.LeaderWorkerSet("t", "l").Queue("q").Obj()
+		grown := lws.DeepCopy()
+		Expect(unstructured.SetNestedField(grown.Object, int64(2), "spec", "replicas")).To(Succeed())
+		Expect(absentRules(validate(built(cfg), gone(), update(lws, grown)))).To(BeEmpty())
 	})
 
 	It("denies every new queued workload with kueueAbsent: deny, and does nothing with allow", func() {

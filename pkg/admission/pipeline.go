@@ -42,6 +42,9 @@ type Pipeline struct {
 	exempt Exemptions
 	trust  *trust.Matcher
 	steps  Steps
+	// kinds decides whether the install's Kueue integrates a kind (Build sets
+	// the integration guard); nil takes every catalog kind as integrated.
+	kinds *IntegrationGuard
 }
 
 // NewPipeline composes the steps of the three paths. trusted decides whose owner
@@ -96,7 +99,16 @@ func (p *Pipeline) target(req *Request, view cluster.View) (Target, bool, error)
 			return Target{}, false, err
 		}
 	}
-	return Target{Integration: in, TrustedController: trusted}, true, nil
+	return Target{Integration: in, TrustedController: trusted, Unintegrated: p.unintegrated(in, view)}, true, nil
+}
+
+// unintegrated reports a kind the install's Kueue is known not to integrate.
+func (p *Pipeline) unintegrated(in *integrations.Integration, view cluster.View) bool {
+	if p.kinds == nil {
+		return false
+	}
+	supported, known, _ := p.kinds.Supported(in, view)
+	return known && !supported
 }
 
 // Mutate runs the mutating steps. Each step that changes the object edits a copy

@@ -71,9 +71,9 @@ func (g ReleaseGuard) Validate(_ context.Context, req *Request, t Target, view c
 			"add, change or remove it, since Kueue acts on it to decide what it holds and charges", m.Key))
 	}
 	in := t.Integration
-	if workload.QueueName(req.Object, in) == "" || !workload.Resumes(in, req.OldObject, req.Object) ||
+	if workload.QueueName(req.Object, in) == "" || !workload.Resumes(in, req.OldObject, req.Object) || t.Unintegrated ||
 		!view.KueueServing() || kueueIgnores(req.OldObject, req.Namespace, in, view) != "" {
-		return nil // no queue: queue-retention judges; Kueue away: kueue-absence
+		return nil // no queue: queue-retention judges; Kueue away: kueue-absence; not Kueue's to resume
 	}
 	d.Deny(RuleOnlyKueueReleases, resumeField(in), fmt.Sprintf(
 		"%s %q is queued: Kueue resumes it once it admits it, and nobody else may; leave %s as it is",

@@ -171,6 +171,10 @@ type Target struct {
 	// TrustedController is decided from the request's authenticated userInfo by
 	// trust.controllers, never from anything in the object.
 	TrustedController bool
+	// Unintegrated is a kind the install's Kueue does not integrate (the
+	// integration guard's answer): Kueue neither holds nor resumes it, whatever
+	// its queue, so nothing may hold it for Kueue.
+	Unintegrated bool
 }
 
 // Step is one admission concern: defaulting, the integration guard, the controller

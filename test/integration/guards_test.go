@@ -227,6 +227,42 @@ var _ = Describe("guardrails under the managed profile", func() {
 	})
 })
 
+// Under integrations.action warn an unsupported kind is admitted as its author
+// wrote it: Kueue does not integrate it, so nothing would ever resume it, and
+// kueue-guard must not suspend it for Kueue while Kueue is away (kueueAbsent:
+// suspend) nor refuse it for arriving unsuspended.
+var _ = Describe("an unsupported kind under integrations.action warn", Ordered, func() {
+	var ns string
+	BeforeAll(func() {
+		cfg := suiteConfig()
+		cfg.Integrations.Action = config.IntegrationActionWarn
+		cfg.KueueAbsent = config.KueueAbsentSuspend
+		Expect(cfg.Validate()).To(BeEmpty())
+		startServer(cfg)
+		DeferCleanup(func() { startServer(suiteConfig()) })
+		ns = namespace(nil, nil)
+		localQueue(ns, "q")
+	})
+
+	It("is stored unsuspended, with the warning", func() {
+		c, warnings := clientWithWarnings()
+		aw := fixtures.AppWrapper(ns, "aw").Queue("q").Obj()
+		Expect(c.Create(ctx, aw)).To(Succeed())
+		Expect(warnings.All()).To(ContainSubstring("AppWrapper is unsupported by managed Kueue"))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(aw), aw)).To(Succeed())
+		suspended, _, _ := unstructured.NestedBool(aw.Object, "spec", "suspend")
+		Expect(suspended).To(BeFalse(), "kueue-guard held a workload Kueue will never resume")
+	})
+
+	It("is a queued Job still suspended while Kueue is away: Kueue integrates Jobs", func() {
+		job := fixtures.Job(ns, "j").Queue("q").Obj()
+		Expect(k8sClient.Create(ctx, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		suspended, _, _ := unstructured.NestedBool(job.Object, "spec", "suspend")
+		Expect(suspended).To(BeTrue())
+	})
+})
+
 var _ = Describe("guardrails under the oss profile", Ordered, func() {
 	var ns string
 	cm := &corev1.ConfigMap{}

@@ -396,6 +396,15 @@ var _ = Describe("a namespace user with edit rights", func() {
 })
 
 var _ = Describe("the real controllers, with every shipped policy loaded", func() {
+	// Kueue here integrates no AppWrapper (nor does the managed install), so
+	// its webhook does not hold one: the refusal names the kind, and does not
+	// ask for a hold Kueue would never release.
+	It("an AppWrapper in a queue is refused for its kind alone, not for arriving unheld", func() {
+		err := admin.Create(ctx, fixtures.AppWrapper(team, "aw").Queue(queue).Obj())
+		denied(err, admission.RuleUnsupportedIntegration)
+		Expect(err.Error()).NotTo(ContainSubstring("[" + admission.RuleNotHeld + "]"))
+	})
+
 	It("Kueue admits and unsuspends a queued Job, and the Job controller creates its pods untouched", func() {
 		j := job(2, 1)
 		Expect(alice.Create(ctx, j)).To(Succeed())
