@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -212,17 +211,7 @@ func (k *Kueue) start(ctx context.Context) error {
 		k.env.children.remove(k.Process)
 	}
 	k.Process = p
-	if err := p.waitFor(ctx, 2*time.Minute, "Kueue's readiness probe", func() (bool, error) {
-		resp, err := http.Get("http://" + k.ProbeAddr + "/readyz")
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet: polled again
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		return errors.Join(err, p.Stop())
-	}
-	return nil
+	return p.waitReady(ctx, "Kueue's readiness probe", k.ProbeAddr)
 }
 
 // waitForWebhooks waits until Kueue's mutating webhook suspends a dry-run Job that

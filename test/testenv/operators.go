@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -211,17 +210,7 @@ func (e *Env) runOperator(ctx context.Context, op *Operator, binary, probeAddr, 
 		return err
 	}
 	op.Process = p
-	if err := p.waitFor(ctx, 2*time.Minute, binary+"'s readiness probe", func() (bool, error) {
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
-		if err != nil {
-			return false, nil //nolint:nilerr // not listening yet: polled again
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		return errors.Join(err, p.Stop())
-	}
-	return nil
+	return p.waitReady(ctx, binary+"'s readiness probe", probeAddr)
 }
 
 // twoFreeAddrs are two local addresses nothing listens on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"reflect"
@@ -90,6 +91,22 @@ func (p *Process) waitFor(ctx context.Context, timeout time.Duration, what strin
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// waitReady waits up to two minutes for the process's /readyz on probeAddr to
+// answer 200, and stops the process if it never does.
+func (p *Process) waitReady(ctx context.Context, what, probeAddr string) error {
+	if err := p.waitFor(ctx, 2*time.Minute, what, func() (bool, error) {
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet: polled again
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		return errors.Join(err, p.Stop())
+	}
+	return nil
 }
 
 // children are the processes an Env started, and the directory of their logs and
