@@ -143,16 +143,14 @@ func (e *Env) StartKueue(ctx context.Context, opts KueueOptions) (*Kueue, error)
 	if k.CABundle, err = writeServingCert(k.CertDir, []net.IP{net.ParseIP(k.WebhookHost)}, []string{"localhost"}); err != nil {
 		return nil, err
 	}
-	webhookAddr, err := freeAddr()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	if k.WebhookPort, err = portOf(webhookAddr); err != nil {
+	if k.WebhookPort, err = portOf(addrs[0]); err != nil {
 		return nil, err
 	}
-	if k.ProbeAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
+	k.ProbeAddr = addrs[1]
 	cfgYAML, err := kueueConfiguration(opts, k)
 	if err != nil {
 		return nil, err

@@ -213,14 +213,13 @@ func (e *Env) runOperator(ctx context.Context, op *Operator, binary, probeAddr, 
 	return p.waitReady(ctx, binary+"'s readiness probe", probeAddr)
 }
 
-// twoFreeAddrs are two local addresses nothing listens on.
+// twoFreeAddrs are two distinct local addresses nothing listens on.
 func twoFreeAddrs() (string, string, error) {
-	a, err := freeAddr()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return "", "", err
 	}
-	b, err := freeAddr()
-	return a, b, err
+	return addrs[0], addrs[1], nil
 }
 
 // probeJobSet is a minimal JobSet for a dry run, with requests so that kueue-guard's

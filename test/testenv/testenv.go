@@ -200,14 +200,11 @@ func (e *Env) StartServerWith(ctx context.Context, restCfg *rest.Config, cfg *co
 // StartServerOptions is StartServer with the server's options edited by tune
 // before it starts (a shutdown delay, say).
 func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg *config.Configuration, tune func(*server.Options)) (*Server, error) {
-	probe, err := freeAddr()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+	probe, metrics := addrs[0], addrs[1]
 	o := e.WebhookInstallOptions
 	opts := server.Options{
 		Config:                 cfg,
@@ -276,12 +273,20 @@ func (s *Server) Terminate() { s.cancel() }
 // Done receives the server's result once it has stopped.
 func (s *Server) Done() <-chan error { return s.done }
 
-func freeAddr() (string, error) {
-	port, err := FreePort()
-	if err != nil {
-		return "", err
+// freeAddrs are n distinct loopback addresses nothing listens on: each port is
+// held until all are chosen, since a port closed a moment ago may be the next
+// one the kernel hands out (a component given the same port twice cannot start).
+func freeAddrs(n int) ([]string, error) {
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
 	}
-	return "127.0.0.1:" + strconv.Itoa(port), nil
+	return addrs, nil
 }
 
 // FreePort is a loopback port nothing listens on right now.
