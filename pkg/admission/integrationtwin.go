@@ -31,14 +31,6 @@ const (
 // without one, the namespace's annotated default queue; Kueue's default
 // LocalQueue and the defaulting rules stay the webhook's.
 func unsupportedIntegrationCEL() *CELTwin {
-	var managed, frameworks []string
-	for _, in := range integrations.All() {
-		if in.Managed {
-			managed = append(managed, kindKey(in))
-		}
-		frameworks = append(frameworks, trust.CELString(kindKey(in))+": "+
-			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
-	}
 	queueOf := func(root string) string {
 		return perKindCEL(func(in *integrations.Integration) (string, bool) {
 			return effectiveLabelCEL(root, in, integrations.QueueNameLabel), true
@@ -52,14 +44,7 @@ func unsupportedIntegrationCEL() *CELTwin {
 		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam, InstallProfileParam, EnabledFrameworksParam},
 		Action:           IntegrationsActionParam,
 		MatchConstraints: workloadMatch(admissionregistrationv1.Create, admissionregistrationv1.Update),
-		Variables: append(topVariables(),
-			admissionregistrationv1.Variable{Name: InstallProfileParam, Expression: ParamPlaceholder(InstallProfileParam)},
-			admissionregistrationv1.Variable{Name: EnabledFrameworksParam, Expression: ParamPlaceholder(EnabledFrameworksParam)},
-			admissionregistrationv1.Variable{Name: "frameworks", Expression: "{" + strings.Join(frameworks, ", ") + "}"},
-			admissionregistrationv1.Variable{Name: "unsupported", Expression: "variables.key in variables.frameworks && (variables." +
-				InstallProfileParam + " == 'managed' ? !(variables.key in " + trust.CELList(managed) + ") : size(variables." +
-				EnabledFrameworksParam + ") > 0 && !variables.frameworks[variables.key].exists(f, f in variables." +
-				EnabledFrameworksParam + "))"},
+		Variables: append(append(topVariables(), unsupportedVariables()...),
 			// On CREATE a workload without a queue gets the namespace's
 			// annotated default (effectiveQueue), whether or not defaulting ran.
 			admissionregistrationv1.Variable{Name: "ownQueue", Expression: queueOf("object")},
@@ -80,5 +65,29 @@ func unsupportedIntegrationCEL() *CELTwin {
 				`": Kueue will not manage it, so it would run outside quota"`,
 		}},
 		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+	}
+}
+
+// unsupportedVariables decide, as IntegrationGuard.Supported does from the
+// twin's parameters, whether the install does not integrate the kind
+// (variables.unsupported; variables.frameworks names it in messages). They
+// need judgedVariables' key.
+func unsupportedVariables() []admissionregistrationv1.Variable {
+	var managed, frameworks []string
+	for _, in := range integrations.All() {
+		if in.Managed {
+			managed = append(managed, kindKey(in))
+		}
+		frameworks = append(frameworks, trust.CELString(kindKey(in))+": "+
+			trust.CELList([]string{in.EffectiveFramework(), in.GVK.Kind + "." + in.GVK.Version + "." + in.GVK.Group}))
+	}
+	return []admissionregistrationv1.Variable{
+		{Name: InstallProfileParam, Expression: ParamPlaceholder(InstallProfileParam)},
+		{Name: EnabledFrameworksParam, Expression: ParamPlaceholder(EnabledFrameworksParam)},
+		{Name: "frameworks", Expression: "{" + strings.Join(frameworks, ", ") + "}"},
+		{Name: "unsupported", Expression: "variables.key in variables.frameworks && (variables." +
+			InstallProfileParam + " == 'managed' ? !(variables.key in " + trust.CELList(managed) + ") : size(variables." +
+			EnabledFrameworksParam + ") > 0 && !variables.frameworks[variables.key].exists(f, f in variables." +
+			EnabledFrameworksParam + "))"},
 	}
 }

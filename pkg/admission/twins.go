@@ -120,15 +120,16 @@ func onlyKueueReleasesCEL() *CELTwin {
 	return &CELTwin{
 		Name:             "release-guard",
 		ValuesKey:        WorkloadTwinsValuesKey,
-		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam},
+		Params:           []string{TrustedRequesterParam, ExemptNamespacesParam, InstallProfileParam, EnabledFrameworksParam},
 		AlsoUnder:        []string{RuleKueueAbsent},
 		MatchConstraints: workloadMatch(admissionregistrationv1.Update),
-		Variables: append(judgedVariables(),
+		Variables: append(append(judgedVariables(), unsupportedVariables()...),
 			admissionregistrationv1.Variable{Name: "queued", Expression: labelAtCEL("object", ownLabels, integrations.QueueNameLabel) + " != ''"},
 			admissionregistrationv1.Variable{Name: "resumes", Expression: resumesCEL(true)},
 		),
+		// A kind the install does not integrate is not Kueue's to resume.
 		Validations: []admissionregistrationv1.Validation{{
-			Expression: `!variables.judged || !variables.queued || !variables.resumes`,
+			Expression: `!variables.judged || !variables.queued || !variables.resumes || variables.unsupported`,
 			Reason:     ptr.To(metav1.StatusReasonForbidden),
 			MessageExpression: `"[` + onlyKueueReleasesID + `] " + request.kind.kind + " \"" + object.metadata.name + ` +
 				`"\" is queued: Kueue resumes it once it admits it, and nobody else may; leave its suspension as it is"`,

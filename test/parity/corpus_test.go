@@ -70,6 +70,12 @@ func kindsIn(namespace, name string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, o := range fixtures.EveryKind(namespace) {
 		o.SetName(name + "-" + o.GetName())
+		if o.GetKind() == "LeaderWorkerSet" {
+			// As the API server defaults them: Kueue's LWS webhook (the test's
+			// Kueue integrates LWS) writes back its typed copy, empty strings
+			// and all, and the CRD refuses an empty rollout strategy.
+			o.Set("RollingUpdate", "spec", "rolloutStrategy", "type").Set("LeaderCreated", "spec", "startupPolicy")
+		}
 		out = append(out, o.Obj())
 	}
 	rs := fixtures.Deployment(namespace, name+"-rs").Obj()
