@@ -19,7 +19,8 @@ var (
 		Title: "Only Kueue releases a queued workload",
 		Doc: "Resuming a workload Kueue holds (spec.suspend true to false, or Kueue's scheduling gate removed from a " +
 			"Pod) is Kueue's, once it admits it, and the trusted controllers'; a tenant's update that does it is denied " +
-			"(UPDATE; while Kueue is away, kueue_absent says the same).",
+			"(UPDATE; while Kueue is away, kueue_absent says the same). A kind the install does not integrate is its " +
+			"author's to resume: Kueue never will.",
 		Enforcement: EnforcementDeny,
 		Check:       releaseGuardName,
 		CEL:         onlyKueueReleasesCEL(),
