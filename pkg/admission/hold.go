@@ -80,11 +80,17 @@ func (KueueHold) applies(req *Request, t Target, view cluster.View) bool {
 }
 
 // kueueWouldHold reports whether Kueue holds the new workload until it admits
-// it: a kind it integrates and holds, queued (or covered by
-// manageJobsWithoutQueueName), not one it ignores whatever its queue.
+// it: a kind the install's Kueue integrates, held as kueueHoldsKind says.
 func kueueWouldHold(req *Request, t Target, view cluster.View) bool {
-	in := t.Integration
-	return req.Object != nil && !t.Unintegrated && workload.Holdable(in) &&
+	return !t.Unintegrated && kueueHoldsKind(req, t.Integration, view)
+}
+
+// kueueHoldsKind reports whether Kueue's hold of the kind applies to the new
+// workload, were the kind integrated: a kind it holds, queued (or covered by
+// manageJobsWithoutQueueName), not one it ignores whatever its queue. Kueue's
+// markers are judged by it (what that hold would write), as their twin does.
+func kueueHoldsKind(req *Request, in *integrations.Integration, view cluster.View) bool {
+	return req.Object != nil && workload.Holdable(in) &&
 		(workload.QueueName(req.Object, in) != "" || kueueHoldsUnqueued(req.Namespace, view)) &&
 		kueueIgnores(req.Object, req.Namespace, in, view) == ""
 }

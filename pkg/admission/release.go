@@ -89,10 +89,7 @@ func (ReleaseGuard) newMarkers(req *Request, t Target, view cluster.View, d *Dec
 	if len(markers) == 0 {
 		return
 	}
-	// A marker is judged by what Kueue's hold of the kind would write, whether
-	// or not the install integrates the kind, as the rule's CEL twin judges it.
-	t.Unintegrated = false
-	holds := kueueWouldHold(req, t, view)
+	holds := kueueHoldsKind(req, t.Integration, view)
 	for _, m := range markers {
 		if holds && workload.SetByHold(req.Object, t.Integration, m) {
 			continue
