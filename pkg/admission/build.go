@@ -29,13 +29,12 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		return nil, err
 	}
 	suspender, absence := NewKueueAbsence(cfg.KueueAbsent)
-	kinds := NewIntegrationGuard(cfg, resolver)
 	validating := []ValidationStep{
 		ObjectShape{},
 		OwnerGuard{},
 		NewBackstop(queuePolicy),
 		LabelConsistency{},
-		kinds,
+		NewIntegrationGuard(cfg, resolver),
 		NewQueueChecks(cfg.Defaulting.MissingLocalQueue),
 		QueueImmutability{},
 		NewQueueRetention(queuePolicy),
@@ -44,14 +43,10 @@ func Build(cfg *config.Configuration, ownNamespace string, policies ...Validatio
 		KueueHold{},
 		ReleaseGuard{},
 	}
-	p := NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
+	return NewPipeline(configExemptions{cfg: cfg, own: ownNamespace}, trust.New(cfg.Trust.Controllers), Steps{
 		// Suspension after defaulting: a defaulted queue counts.
 		Mutating:    []MutationStep{NewDefaulter(resolver, cfg.Defaulting.MissingLocalQueue), suspender, KueueHolder{}},
 		Validating:  append(validating, policies...),
 		Controllers: []ValidationStep{NewControllerGuard(cfg)},
-	})
-	// What the guard refuses (or warns about) Kueue will not manage: the hold
-	// steps must not hold it for Kueue, nor demand that it arrive held.
-	p.kinds = kinds
-	return p, nil
+	}), nil
 }

@@ -121,11 +121,11 @@ func (g *IntegrationGuard) Validate(_ context.Context, req *Request, t Target, v
 	if q, _ := effectiveQueue(req, t, g.resolver, view); q == "" {
 		return nil // not a Kueue workload: nothing to guard
 	}
-	in := t.Integration
-	supported, known, source := g.Supported(in, view)
-	if supported || !known {
+	if !t.Unintegrated { // the pipeline asked Supported for every step
 		return nil
 	}
+	in := t.Integration
+	_, _, source := g.Supported(in, view)
 	field := QueueLabelField(in)
 	if g.action == config.IntegrationActionWarn {
 		d.Warn(RuleUnsupportedIntegration, field, g.Warning(in))

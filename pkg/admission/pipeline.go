@@ -42,15 +42,22 @@ type Pipeline struct {
 	exempt Exemptions
 	trust  *trust.Matcher
 	steps  Steps
-	// kinds decides whether the install's Kueue integrates a kind (Build sets
-	// the integration guard); nil takes every catalog kind as integrated.
+	// kinds decides whether the install's Kueue integrates a kind (the
+	// integration guard); nil takes every catalog kind as integrated.
 	kinds *IntegrationGuard
 }
 
 // NewPipeline composes the steps of the three paths. trusted decides whose owner
-// references are believed; nil trusts nobody.
+// references are believed; nil trusts nobody. The integration guard among the
+// validating steps, if any, decides Target.Unintegrated for every step.
 func NewPipeline(exempt Exemptions, trusted *trust.Matcher, steps Steps) *Pipeline {
-	return &Pipeline{exempt: exempt, trust: trusted, steps: steps}
+	p := &Pipeline{exempt: exempt, trust: trusted, steps: steps}
+	for _, s := range steps.Validating {
+		if g, ok := s.(*IntegrationGuard); ok {
+			p.kinds = g
+		}
+	}
+	return p
 }
 
 // StepNames lists the names of every step of the three paths, in order.
