@@ -21,6 +21,7 @@ type serveFlags struct {
 	configFile, kubeconfig, certDir, host, namespace     string
 	metricsAddr, probeAddr, pprofAddr, tlsMinVersion     string
 	port, maxInFlight, maxInFlightMiB, policyConcurrency int
+	gcHeadroomMiB                                        int
 	shutdownTimeout, shutdownDelay, policyTimeout        time.Duration
 	zap                                                  zap.Options
 	manageCerts, metricsSecure                           bool
@@ -73,6 +74,12 @@ func newServeCommandWith(f *serveFlags) *cobra.Command {
 		"How long one request's policy evaluation may take, waiting for a slot included; beyond it policies.onError decides (keep it below the webhook's timeoutSeconds)",
 	)
 	fl.IntVar(&f.policyConcurrency, "policy-concurrency", 0, "Policy evaluations running at once; a request waits for a slot within --policy-timeout (0: twice GOMAXPROCS)")
+	fl.IntVar(
+		&f.gcHeadroomMiB,
+		"gc-headroom-mib",
+		server.DefaultGCHeadroom>>20,
+		"MiB the garbage collector lets the server allocate between two cycles at the least, once it is ready (fewer cycles for a small live heap; the memory limit still bounds the heap). 0, or GOGC set, leaves Go's default pace",
+	)
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it")
 	fl.BoolVar(
 		&f.metricsSecure,
@@ -117,6 +124,9 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 	if f.policyTimeout <= 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--policy-timeout must be positive, got %v", f.policyTimeout)}
 	}
+	if f.gcHeadroomMiB < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--gc-headroom-mib must be 0 (Go's default pace) or more, got %d", f.gcHeadroomMiB)}
+	}
 	if f.policyConcurrency < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--policy-concurrency must be 0 (twice GOMAXPROCS) or more, got %d", f.policyConcurrency)}
 	}
@@ -149,6 +159,7 @@ func runServe(cmd *cobra.Command, f *serveFlags) error {
 		PolicyConcurrency:           f.policyConcurrency,
 		ShutdownTimeout:             f.shutdownTimeout,
 		ShutdownDelay:               f.shutdownDelay,
+		GCHeadroom:                  int64(f.gcHeadroomMiB) << 20,
 		Logger:                      logger,
 		ManageCerts:                 f.manageCerts,
 		CertSecretName:              f.certSecret,

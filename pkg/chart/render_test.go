@@ -320,6 +320,7 @@ var _ = Describe("default values", func() {
 			"--namespace=$(POD_NAMESPACE)",
 			"--max-in-flight=256",
 			"--max-in-flight-mib=8",
+			"--gc-headroom-mib=128",
 			"--policy-timeout=2s",
 			"--policy-concurrency=0",
 			"--shutdown-delay=5s",

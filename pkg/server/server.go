@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,7 +82,11 @@ type Options struct {
 	// stop, with readiness failing, so that endpoints stop sending it requests
 	// before its listener closes; 0 stops at once.
 	ShutdownDelay time.Duration
-	Logger        logr.Logger
+	// GCHeadroom is the heap the garbage collector lets the server allocate
+	// between two cycles at the least, once it is ready (StartGCHeadroom);
+	// 0 leaves Go's default pace.
+	GCHeadroom int64
+	Logger     logr.Logger
 	// Certificates, when ManageCerts is set: the server generates a CA and a
 	// serving certificate into a Secret, injects the CA into its webhook
 	// configurations, and rotates both before they expire (for installs without
@@ -316,7 +322,34 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	})); err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return s.tuneGC(ctx, o.GCHeadroom, engine)
+	})); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// tuneGC waits until the server is ready, returns to the OS what starting
+// left (the lists' and the policies' compilation garbage: the idle replica
+// keeps only what it holds), then gives the collector its headroom until ctx
+// ends. Start-up keeps Go's pace, so that a large cluster's lists do not
+// leave more garbage behind.
+func (s *Server) tuneGC(ctx context.Context, headroom int64, engine *policies.Engine) error {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return s.synced.Load() && engine.ReadyCheck(nil) == nil, nil
+	})
+	if err != nil {
+		return nil // stopped before it was ready
+	}
+	debug.FreeOSMemory()
+	stop, started := StartGCHeadroom(headroom)
+	defer stop()
+	if started {
+		s.logger.Info("garbage collector paced for a headroom above the live heap", "bytes", headroom)
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // followGauge sets g to 1 while known() holds, and 0 otherwise, every second
