@@ -43,7 +43,10 @@ type soakWindowResult struct {
 	errors   int
 	p99      time.Duration
 	rss      uint64
-	// heap is the Go heap in use (go_memstats_heap_inuse_bytes).
+	// heap is the Go heap the last collection found live
+	// (go_gc_heap_live_bytes): unlike the heap in use, it does not breathe
+	// with the collector's pace (--gc-headroom-mib lets the heap in use grow
+	// 128 MiB above it between cycles).
 	heap uint64
 }
 
@@ -119,14 +122,14 @@ func runSoak(ctx context.Context, o *options, d time.Duration) (err error) {
 		if err != nil {
 			return err
 		}
-		heap, err := heapInUse(ctx, guard.metrics)
+		heap, err := liveHeap(ctx, guard.metrics)
 		if err != nil {
 			return err
 		}
 		res := soakWindowResult{at: time.Since(start), requests: r.requests(), errors: r.errors,
 			p99: summarize(r.latencies).P99, rss: m.RSS, heap: heap}
 		windows = append(windows, res)
-		fmt.Printf("  %8v  %7d requests  %d failed  p99 %-9s  RSS %6.1f MiB  Go heap in use %6.1f MiB\n",
+		fmt.Printf("  %8v  %7d requests  %d failed  p99 %-9s  RSS %6.1f MiB  Go heap live %6.1f MiB\n",
 			res.at.Round(time.Second), res.requests, res.errors, ms(res.p99), mib(res.rss), mib(res.heap))
 		if r.firstError != nil {
 			fmt.Fprintln(os.Stderr, "  first error:", r.firstError)
@@ -151,13 +154,13 @@ func raceBuilt(binary string) bool {
 	return false
 }
 
-// heapInUse reads go_memstats_heap_inuse_bytes from kueue-guard's metrics.
-func heapInUse(ctx context.Context, url string) (uint64, error) {
-	v, err := readMetrics(ctx, url, "go_memstats_heap_inuse_bytes")
+// liveHeap reads go_gc_heap_live_bytes from kueue-guard's metrics.
+func liveHeap(ctx context.Context, url string) (uint64, error) {
+	v, err := readMetrics(ctx, url, "go_gc_heap_live_bytes")
 	if err != nil {
 		return 0, err
 	}
-	return uint64(v["go_memstats_heap_inuse_bytes"]), nil
+	return uint64(v["go_gc_heap_live_bytes"]), nil
 }
 
 // readMetrics reads unlabelled samples from kueue-guard's metrics, by name;
@@ -229,7 +232,7 @@ func soakVerdict(windows []soakWindowResult, idle memory, rps, rate float64, d t
 	last := windows[len(windows)-1]
 	fmt.Printf("soak: %v at %.0f requests/s (%.0f%% of the %.0f measured); %d requests, %d failed\n",
 		d, rate, 100*soakFraction, rps, sent, failed)
-	fmt.Printf("  Go heap in use: first steady reading %.1f MiB, last %.1f MiB; trend over the last three quarters %+.1f%%\n",
+	fmt.Printf("  Go heap live: first steady reading %.1f MiB, last %.1f MiB; trend over the last three quarters %+.1f%%\n",
 		mib(steady[0].heap), mib(last.heap), 100*heapGrowth)
 	fmt.Printf("  RSS: idle %.1f MiB, first steady reading %.1f MiB, last %.1f MiB, peak %.1f MiB; trend %+.1f%%",
 		mib(idle.RSS), mib(steady[0].rss), mib(last.rss), mib(peak), 100*rssGrowth)
