@@ -38,7 +38,7 @@ var _ = Describe("serve, as the chart runs it", func() {
 		Expect(f.policyConcurrency).To(Equal(3))
 		Expect(f.maxInFlight).To(Equal(256))
 		Expect(f.maxInFlightMiB).To(Equal(8), "the chart passes its default")
-		Expect(f.gcHeadroomMiB).To(Equal(128), "the chart passes its default")
+		Expect(f.gcHeadroomMiB).To(Equal(64), "the chart passes its default")
 		Expect(f.shutdownDelay).To(Equal(5 * time.Second))
 		Expect(f.clientCAFile).To(Equal("/etc/kueue-guard/client-ca/ca.crt"))
 	})

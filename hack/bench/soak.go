@@ -46,7 +46,7 @@ type soakWindowResult struct {
 	// heap is the Go heap the last collection found live
 	// (go_gc_heap_live_bytes): unlike the heap in use, it does not breathe
 	// with the collector's pace (--gc-headroom-mib lets the heap in use grow
-	// 128 MiB above it between cycles).
+	// that much above it between cycles).
 	heap uint64
 }
 
