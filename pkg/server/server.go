@@ -130,12 +130,7 @@ func (s *Server) addAudit(o Options, pipeline *guard.Pipeline, view cluster.View
 			}
 			return policies.DefaultSeverity
 		},
-		Ready: func() error {
-			if err := s.cacheSynced(nil); err != nil {
-				return err
-			}
-			return engine.ReadyCheck(nil)
-		},
+		Ready:      func() error { return s.serving(engine) },
 		Registerer: crmetrics.Registry, Logger: o.Logger.WithName("audit"),
 	})
 	if err != nil {
@@ -337,7 +332,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 // leave more garbage behind.
 func (s *Server) tuneGC(ctx context.Context, headroom int64, engine *policies.Engine) error {
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return s.synced.Load() && engine.ReadyCheck(nil) == nil, nil
+		return s.serving(engine) == nil, nil
 	})
 	if err != nil {
 		return nil // stopped before it was ready
@@ -404,6 +399,15 @@ func (s *Server) cacheSynced(*http.Request) error {
 		return errors.New("informer caches have not synced")
 	}
 	return nil
+}
+
+// serving says why the server cannot judge yet: its caches have not synced,
+// or no policy set has loaded (the audit and the GC headroom wait for both).
+func (s *Server) serving(engine *policies.Engine) error {
+	if err := s.cacheSynced(nil); err != nil {
+		return err
+	}
+	return engine.ReadyCheck(nil)
 }
 
 func (s *Server) notDraining(*http.Request) error {

@@ -18,16 +18,7 @@ import (
 var _ = Describe("the garbage collector's headroom", func() {
 	It("is set once the server is ready, shown in its Go metrics, and removed when it stops", func() {
 		const headroom = 1 << 30
-		cfg := testenv.ConfigWithoutKueue()
-		cfg.Policies.Directory = GinkgoT().TempDir()
-		port, err := testenv.FreePort()
-		Expect(err).NotTo(HaveOccurred())
-		s, err := env.StartServerOptions(ctx, env.Config, cfg, func(o *server.Options) {
-			o.WebhookPort = port
-			o.GCHeadroom = headroom
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		s := extraServer(func(o *server.Options) { o.GCHeadroom = headroom })
 
 		Eventually(func(g Gomega) {
 			runtime.GC() // the pace follows each cycle

@@ -7,8 +7,11 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
+	"github.com/kueue-guard/kueue-guard/test/testenv"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
 
@@ -18,6 +21,23 @@ func namespace(labels, annotations map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-", Labels: labels, Annotations: annotations}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
 	return ns.Name
+}
+
+// extraServer starts a second kueue-guard, without Kueue's configuration and
+// with an empty policy directory, on ports of its own, with tune applied to
+// its options; it stops when the spec ends.
+func extraServer(tune func(o *server.Options)) *testenv.Server {
+	cfg := testenv.ConfigWithoutKueue()
+	cfg.Policies.Directory = GinkgoT().TempDir()
+	port, err := testenv.FreePort()
+	Expect(err).NotTo(HaveOccurred())
+	s, err := env.StartServerOptions(ctx, env.Config, cfg, func(o *server.Options) {
+		o.WebhookPort = port
+		tune(o)
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(s.Stop)
+	return s
 }
 
 // localQueue creates a LocalQueue.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kueue-guard/kueue-guard/pkg/server"
-	"github.com/kueue-guard/kueue-guard/test/testenv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -22,16 +21,7 @@ import (
 // the API server authenticates and authorizes for a get of /metrics reads them.
 var _ = Describe("the secure metrics endpoint", func() {
 	It("refuses a caller without a valid token, answers 403 to a service account without the metrics-reader role, and the metrics to one with it", func() {
-		cfg := testenv.ConfigWithoutKueue()
-		cfg.Policies.Directory = GinkgoT().TempDir()
-		port, err := testenv.FreePort()
-		Expect(err).NotTo(HaveOccurred())
-		s, err := env.StartServerOptions(ctx, env.Config, cfg, func(o *server.Options) {
-			o.WebhookPort = port
-			o.MetricsSecure = true
-		})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(s.Stop)
+		s := extraServer(func(o *server.Options) { o.MetricsSecure = true })
 
 		ns := namespace(nil, nil)
 		cs, err := kubernetes.NewForConfig(env.Config)
