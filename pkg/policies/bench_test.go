@@ -126,30 +126,70 @@ func BenchmarkEvaluateNPoliciesMatching(b *testing.B) {
 // data.yaml) on a queued GPU Job CREATE: which policy costs what.
 func BenchmarkShippedPolicy(b *testing.B) {
 	RegisterTestingT(b)
+	for _, set := range shippedPolicySets() {
+		if set.name == "all" { // BenchmarkEvaluateShippedJob
+			continue
+		}
+		b.Run(set.name, func(b *testing.B) {
+			RegisterTestingT(b)
+			dir := b.TempDir()
+			writeFiles(dir, set.files)
+			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
+		})
+	}
+}
+
+// BenchmarkShippedPolicyEvaluation is BenchmarkShippedPolicy without the
+// request: the input is built once, so that each figure is the policy's
+// evaluation alone; "all" is every shipped policy in one query.
+func BenchmarkShippedPolicyEvaluation(b *testing.B) {
+	RegisterTestingT(b)
+	input, err := policies.BuildInput(b.Context(), createRequest(gpuJob("bench", 4, "2")), admission.Target{}, benchCluster("2"))
+	Expect(err).NotTo(HaveOccurred())
+	for _, set := range shippedPolicySets() {
+		b.Run(set.name, func(b *testing.B) {
+			RegisterTestingT(b)
+			dir := b.TempDir()
+			writeFiles(dir, set.files)
+			e := loadedEngine(dir, noDecisionCache)
+			b.ReportAllocs()
+			for b.Loop() {
+				if res := e.Evaluate(b.Context(), input); len(res.Failures) > 0 {
+					b.Fatal(res.Failures)
+				}
+			}
+		})
+	}
+}
+
+type policyFiles struct {
+	name  string
+	files map[string]string
+}
+
+// shippedPolicySets are each shipped policy with lib.rego and data.yaml, and
+// last all of them together.
+func shippedPolicySets() []policyFiles {
 	entries, err := os.ReadDir(shippedDir)
 	Expect(err).NotTo(HaveOccurred())
-	shared := map[string]string{}
-	for _, name := range []string{"lib.rego", "data.yaml"} {
+	read := func(name string) string {
 		content, err := os.ReadFile(filepath.Join(shippedDir, name))
 		Expect(err).NotTo(HaveOccurred())
-		shared[name] = string(content)
+		return string(content)
 	}
+	shared := map[string]string{"lib.rego": read("lib.rego"), "data.yaml": read("data.yaml")}
+	all := policyFiles{name: "all", files: maps.Clone(shared)}
+	var out []policyFiles
 	for _, ent := range entries {
 		name := ent.Name()
 		if !strings.HasSuffix(name, ".rego") || strings.HasSuffix(name, "_test.rego") || name == "lib.rego" {
 			continue
 		}
-		b.Run(strings.TrimSuffix(name, ".rego"), func(b *testing.B) {
-			RegisterTestingT(b)
-			content, err := os.ReadFile(filepath.Join(shippedDir, name))
-			Expect(err).NotTo(HaveOccurred())
-			dir := b.TempDir()
-			files := maps.Clone(shared)
-			files[name] = string(content)
-			writeFiles(dir, files)
-			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
-		})
+		files := maps.Clone(shared)
+		files[name], all.files[name] = read(name), read(name)
+		out = append(out, policyFiles{name: strings.TrimSuffix(name, ".rego"), files: files})
 	}
+	return append(out, all)
 }
 
 // BenchmarkEvaluateShippedJobCached is BenchmarkEvaluateShippedJob with the

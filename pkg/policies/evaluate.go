@@ -240,6 +240,7 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 	e, set := p.engine, p.set
 	cache := getRefCache()
 	defer putRefCache(cache)
+	cache.consts = set.consts
 	if query := p.combined(); query != nil {
 		rs, err := query.Eval(ctx, rego.EvalParsedInput(input), e.ruleCache(cache), noMetrics)
 		if err == nil {

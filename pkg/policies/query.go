@@ -40,6 +40,9 @@ type policySet struct {
 	// may be reused; decisions reuses them (nil: never).
 	facts     setFacts
 	decisions *decisionCache
+	// consts are the values of the rules no request changes (nil: none
+	// are kept, as when some rule reads the clock).
+	consts *constants
 }
 
 // maxSubsets bounds the subset queries a set keeps. Beyond it, a request whose
@@ -152,6 +155,7 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 	s.facts = analyze(c.compiler)
 	if s.facts.deterministic {
 		s.decisions = newDecisionCache(cacheSize)
+		s.consts = evalConstants(ctx, c, constantRules(c.compiler))
 	}
 	return s, nil
 }

@@ -22,6 +22,9 @@ type refCache struct {
 	depth  int
 	// slab holds the copied references: topdown reuses the slice it passes.
 	slab []*ast.Term
+	// consts are the set's constant rules, which answer in the bottom frame
+	// only: a with modifier pushes a frame where they may not hold.
+	consts *constants
 }
 
 type cacheFrame struct {
@@ -57,6 +60,7 @@ func putRefCache(c *refCache) {
 		return
 	}
 	c.reset()
+	c.consts = nil
 	refCaches.Put(c)
 }
 
@@ -110,7 +114,13 @@ func (c *refCache) find(ref ast.Ref, hash int) int32 {
 // Get is topdown.VirtualCache's: the value, or nil and true for a reference
 // recorded as undefined, or nil and false for one not cached.
 func (c *refCache) Get(ref ast.Ref) (*ast.Term, bool) {
-	i := c.find(ref, ref.Hash())
+	hash := ref.Hash()
+	if c.depth == 1 {
+		if v, undefined, ok := c.consts.lookup(ref, hash); ok {
+			return v, undefined
+		}
+	}
+	i := c.find(ref, hash)
 	if i < 0 {
 		return nil, false
 	}

@@ -1,0 +1,63 @@
+package policies_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kueue-guard/kueue-guard/pkg/admission"
+	"github.com/kueue-guard/kueue-guard/pkg/policies"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// A rule no request changes is evaluated once, when its set loads. The
+// adversary here is the policy author's own Rego: a with modifier that
+// overrides the setting for one expression, and a setting that cannot be
+// evaluated at all must each answer as OPA would on every request.
+var _ = Describe("Rules that no request changes", func() {
+	outcome := func(ctx context.Context, e *policies.Engine, parallelism int64) []string {
+		in, err := policies.BuildInput(ctx, createRequest(gpuJob("j", parallelism, "1")), admission.Target{}, gpuCluster("0"))
+		Expect(err).NotTo(HaveOccurred())
+		res := e.Evaluate(ctx, in)
+		out := []string{}
+		for _, f := range res.Findings {
+			out = append(out, fmt.Sprintf("%s: %s", f.Policy.ID, f.Message))
+		}
+		for _, f := range res.Failures {
+			out = append(out, fmt.Sprintf("failed %s: %s", f.Policy.ID, f.Reason))
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	It("answer as OPA does, under a with modifier and when the rule fails", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{
+			"data.yaml": "settings:\n  limit: 2\n",
+			"cfg.rego":  "package cfg\n\nlimit := data.settings.limit\n\ndoubled := limit * 2\n\nbad := to_number(\"two\")\n",
+			"limit.rego": policy("limit", "deny", `deny contains msg if {
+	n := input.workload.podSets[0].count
+	n > data.cfg.limit
+	msg := sprintf("%d pods, more than %d", [n, data.cfg.limit])
+}
+
+warn contains msg if {
+	d := data.cfg.doubled with data.settings.limit as 50
+	msg := sprintf("doubled under with: %d, without: %d", [d, data.cfg.doubled])
+}`),
+			"broken.rego": policy("broken", "deny", `deny contains "never" if data.cfg.bad > 0`),
+		})
+		fast := loadedEngine(dir)
+		full := loadedEngine(dir, noDecisionCache)
+		policies.UseOPARuleCache(full)
+		for _, n := range []int64{1, 4, 1, 4} {
+			got := outcome(ctx, fast, n)
+			Expect(got).To(Equal(outcome(ctx, full, n)), "parallelism %d", n)
+			Expect(got).To(ContainElement("limit: doubled under with: 100, without: 4"))
+			Expect(got).To(ContainElement(HavePrefix("failed broken: ")))
+		}
+		Expect(outcome(ctx, fast, 4)).To(ContainElement("limit: 4 pods, more than 2"))
+	})
+})
