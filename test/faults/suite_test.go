@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kueue-guard/kueue-guard/pkg/config"
+	"github.com/kueue-guard/kueue-guard/pkg/server"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -54,6 +55,9 @@ var _ = BeforeSuite(func() {
 	// the flag does not ask for it.
 	env, err = testenv.StartWith(testenv.StartOptions{WithoutGroups: lateGroups, WebhookClientCert: true}, mutating, validating)
 	Expect(err).NotTo(HaveOccurred())
+	// The servers pace the collector as serve does by default: the bursts,
+	// floods and overloads here load the server as it ships.
+	env.GCHeadroom = server.DefaultGCHeadroom
 	_, stderr, err := env.Kubectl(nil, "create", "namespace", testenv.ServerNamespace)
 	Expect(err).NotTo(HaveOccurred(), stderr)
 })

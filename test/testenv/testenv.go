@@ -54,7 +54,10 @@ type Env struct {
 	// WebhookClientCA is the CA of the client certificate the API server
 	// presents to webhooks (StartOptions.WebhookClientCert), else nil.
 	WebhookClientCA []byte
-	assets          string
+	// GCHeadroom is the servers' --gc-headroom-mib, in bytes: 0 (Go's own
+	// pace) unless a suite sets it. The pace is the whole test process's.
+	GCHeadroom int64
+	assets     string
 	// children are the components started next to the API server (see
 	// process.go); Stop stops them first.
 	children children
@@ -219,6 +222,7 @@ func (e *Env) StartServerOptions(ctx context.Context, restCfg *rest.Config, cfg 
 		ShutdownTimeout:        10 * time.Second,
 		// As the chart passes it: the webhook order check watches it.
 		MutatingConfigurationName: webhookconfig.MutatingName,
+		GCHeadroom:                e.GCHeadroom,
 		Logger:                    log.FromContext(ctx),
 	}
 	if tune != nil {
