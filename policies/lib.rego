@@ -41,24 +41,17 @@ gpu_prefixes := [trim_suffix(p, "*") | some p in gpu_resources; endswith(p, "*")
 # container's requests as written: "500m", "1Gi", 2), in base units.
 # units.parse knows every suffix but n and u, which the API server accepts and
 # keeps in a custom resource ("1n"): a policy that failed on them would be
-# skipped under policies.onError: allow.
-quantity(q) := q if is_number(q)
-
-quantity(q) := units.parse(q) if {
-	is_string(q)
-	not endswith(q, "n")
-	not endswith(q, "u")
-}
-
-quantity(q) := units.parse(trim_suffix(q, "n")) / 1000000000 if {
+# skipped under policies.onError: allow. One chain of else: a call stops at
+# the form that matches rather than trying every one.
+quantity(q) := q if {
+	is_number(q)
+} else := units.parse(trim_suffix(q, "n")) / 1000000000 if {
 	is_string(q)
 	endswith(q, "n")
-}
-
-quantity(q) := units.parse(trim_suffix(q, "u")) / 1000000 if {
+} else := units.parse(trim_suffix(q, "u")) / 1000000 if {
 	is_string(q)
 	endswith(q, "u")
-}
+} else := units.parse(q) if is_string(q)
 
 # creating is true for a new workload.
 creating if input.request.operation == "CREATE"

@@ -27,15 +27,12 @@ cohort := cq.cohort
 # excluded resources are ignored, as Kueue's resources.excludeResourcePrefixes.
 excluded_prefixes := object.get(lib.settings, "excluded_resource_prefixes", [])
 
-excluded(r) if {
-	some prefix in excluded_prefixes
-	startswith(r, prefix)
-}
-
-# requested(r): the workload requests r, and Kueue does not ignore it.
+# requested(r): the workload requests r, and Kueue does not ignore it. (One
+# built-in over the prefixes: a rule iterating them would cost every request
+# a function call per resource and prefix.)
 requested(r) if {
 	input.workload.totalRequests[r] > 0
-	not excluded(r)
+	not strings.any_prefix_match(r, excluded_prefixes)
 }
 
 # The rules below look each resource up in input.clusterQueue.resources (the
@@ -50,15 +47,12 @@ quota(r) := t if {
 }
 
 # capacity(r) are the queue's totals of r when its capacity of r is known
-# (Kueue would admit to it).
+# (Kueue would admit to it): quota(r) with a max.
 capacity(r) := t if {
-	t := quota(r)
+	t := cq.resources[r]
+	count(t.flavors) > 0
 	t.max != null
 }
-
-# too_big(r, t): even the fewest pods Kueue may admit need more r than the
-# queue's capacity t.max.
-too_big(r, t) if input.workload.minUnitRequests[r] > t.max
 
 at_least(r) := "" if {
 	input.workload.minUnitRequests[r] == input.workload.totalRequests[r]
@@ -93,7 +87,7 @@ deny contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
 	t := capacity(r)
-	too_big(r, t)
+	need > t.max # even the fewest pods Kueue may admit need more than the queue's capacity
 	requested(r)
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
@@ -105,10 +99,10 @@ deny contains msg if {
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
 	lib.judged
-	some r, _ in cq.resources
-	t := capacity(r)
-	count(t.flavors) > 1
-	not too_big(r, t)
+	some r, t in cq.resources
+	count(t.flavors) > 1 # the first checked: most queues have one flavor of a resource
+	t.max != null
+	not input.workload.minUnitRequests[r] > t.max # denied above
 	requested(r)
 	largest := t.largestFlavor
 	some ps in input.workload.podSets
@@ -124,7 +118,7 @@ warn contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
 	t := capacity(r)
-	not too_big(r, t)
+	need <= t.max # else denied above
 	need > t.free
 	requested(r)
 	msg := sprintf(
