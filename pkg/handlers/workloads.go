@@ -22,6 +22,7 @@ import (
 	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -245,6 +246,13 @@ func fieldPath(p *field.Path) *field.Path {
 func decode(raw []byte, what string) (*unstructured.Unstructured, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("admission request has no %s", what)
+	}
+	// jsonmap decodes as unstructured's decoder does, in one pass; what it
+	// declines is left to that decoder, which names the problem.
+	if m, ok := jsonmap.Object(raw); ok {
+		if u, ok := kubernetesObject(m); ok && u != nil {
+			return u, nil
+		}
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {

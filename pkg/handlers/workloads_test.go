@@ -90,6 +90,9 @@ var _ = Describe("the workload handlers", func() {
 		Entry("not JSON", []byte("{not json"), "is not a valid Kubernetes object"),
 		Entry("no kind", []byte(`{"metadata":{"name":"x"}}`), "is not a valid Kubernetes object"),
 		Entry("a JSON array", []byte(`[1,2]`), "is not a valid Kubernetes object"),
+		Entry("two objects", []byte(`{"apiVersion":"batch/v1","kind":"Job"}{"kind":"Job"}`), "is not a valid Kubernetes object"),
+		Entry("a kind that is not a string", []byte(`{"apiVersion":"batch/v1","kind":5}`), "is not a valid Kubernetes object"),
+		Entry("a number too large for a float", []byte(`{"apiVersion":"batch/v1","kind":"Job","spec":{"parallelism":1e999}}`), "is not a valid Kubernetes object"),
 	)
 
 	It("answers an object with fields of the wrong type with an internal error, not a crash", func() {
