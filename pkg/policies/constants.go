@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -126,30 +127,40 @@ func (a *constness) independent(r *ast.Rule) bool {
 	return ok
 }
 
-// evalConstants evaluates the set's constant rules once. A rule whose
-// evaluation fails is left out: each request evaluates it, and fails, as
-// before.
-func evalConstants(ctx context.Context, c *compiled, paths []ast.Ref) *constants {
+// evalConstants evaluates the set's constant rules once, each within
+// timeout. A rule whose evaluation fails or does not finish in time is left
+// out: each request evaluates it, and fails (or times out), as before, and a
+// rule that never finishes cannot keep a set from loading.
+func evalConstants(ctx context.Context, c *compiled, paths []ast.Ref, timeout time.Duration) *constants {
 	out := &constants{byHash: map[int][]constant{}}
 	for _, path := range paths {
-		pq, err := prepare(ctx, c, resultVar+" := "+path.String())
-		if err != nil {
-			continue
+		if k, ok := evalConstant(ctx, c, path, timeout); ok {
+			h := path.Hash()
+			out.byHash[h] = append(out.byHash[h], k)
 		}
-		rs, err := pq.Eval(ctx, noMetrics)
-		if err != nil || len(rs) > 1 {
-			continue
-		}
-		k := constant{ref: path}
-		if len(rs) == 1 {
-			t, ok := rs[0].Bindings[resultVar].(*ast.Term)
-			if !ok {
-				continue
-			}
-			k.value = t
-		}
-		h := path.Hash()
-		out.byHash[h] = append(out.byHash[h], k)
 	}
 	return out
+}
+
+// evalConstant is one constant rule's value; false when it cannot be kept.
+func evalConstant(ctx context.Context, c *compiled, path ast.Ref, timeout time.Duration) (constant, bool) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	pq, err := prepare(ctx, c, resultVar+" := "+path.String())
+	if err != nil {
+		return constant{}, false
+	}
+	rs, err := pq.Eval(ctx, noMetrics)
+	if err != nil || len(rs) > 1 {
+		return constant{}, false
+	}
+	k := constant{ref: path}
+	if len(rs) == 1 {
+		t, ok := rs[0].Bindings[resultVar].(*ast.Term)
+		if !ok {
+			return constant{}, false
+		}
+		k.value = t
+	}
+	return k, true
 }

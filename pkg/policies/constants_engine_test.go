@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
@@ -26,7 +29,11 @@ var _ = Describe("Rules that no request changes", func() {
 			out = append(out, fmt.Sprintf("%s: %s", f.Policy.ID, f.Message))
 		}
 		for _, f := range res.Failures {
-			out = append(out, fmt.Sprintf("failed %s: %s", f.Policy.ID, f.Reason))
+			id := "" // a timeout fails the evaluation, not one policy
+			if f.Policy != nil {
+				id = f.Policy.ID
+			}
+			out = append(out, fmt.Sprintf("failed %s: %s", id, f.Reason))
 		}
 		slices.Sort(out)
 		return out
@@ -60,4 +67,21 @@ warn contains msg if {
 		}
 		Expect(outcome(ctx, fast, 4)).To(ContainElement("limit: 4 pods, more than 2"))
 	})
+
+	// A broken setting must not keep the set from loading: evaluated at load
+	// without a bound, this rule (10^12 iterations) would never return.
+	It("leave a rule that never finishes to each request's deadline", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		big := make([]string, 10000)
+		for i := range big {
+			big[i] = strconv.Itoa(i)
+		}
+		writeFiles(dir, map[string]string{
+			"data.json": `{"big": [` + strings.Join(big, ",") + `]}`,
+			"cfg.rego":  "package cfg\n\nforever := count([1 | some a in data.big; some b in data.big; some c in data.big])\n",
+			"slow.rego": policy("slow", "deny", `deny contains "never" if data.cfg.forever > 0`),
+		})
+		e := loadedEngine(dir, func(o *policies.Options) { o.Timeout = 100 * time.Millisecond })
+		Expect(outcome(ctx, e, 1)).To(ConsistOf(And(HavePrefix("failed : "), ContainSubstring("did not finish within"))))
+	}, SpecTimeout(time.Minute))
 })

@@ -190,7 +190,7 @@ func (e *Engine) load(ctx context.Context) ([]string, error) {
 			return snap.dirs, *p
 		}
 	}
-	set, err := buildSet(ctx, dir, snap, e.caps, e.opts.DecisionCacheSize)
+	set, err := buildSet(ctx, dir, snap, e.caps, e.opts.DecisionCacheSize, e.opts.Timeout)
 	if err == nil && e.set.Load() != nil {
 		err = e.canary(ctx, set)
 	}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -130,7 +131,9 @@ func prepare(ctx context.Context, c *compiled, query string) (rego.PreparedEvalQ
 }
 
 // buildSet compiles a snapshot and prepares its combined query.
-func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities, cacheSize int) (*policySet, error) {
+// Each constant rule gets timeout, a request's evaluation bound, to be
+// evaluated in.
+func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabilities, cacheSize int, timeout time.Duration) (*policySet, error) {
 	c, err := compileSnapshot(ctx, dir, snap, caps)
 	if err != nil {
 		return nil, err
@@ -155,7 +158,7 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 	s.facts = analyze(c.compiler)
 	if s.facts.deterministic {
 		s.decisions = newDecisionCache(cacheSize)
-		s.consts = evalConstants(ctx, c, constantRules(c.compiler))
+		s.consts = evalConstants(ctx, c, constantRules(c.compiler), timeout)
 	}
 	return s, nil
 }
