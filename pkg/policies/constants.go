@@ -100,20 +100,18 @@ func (a *constness) rule(r *ast.Rule) bool {
 // reference into data reaches only base documents (fixed for the set) and
 // independent rules.
 func (a *constness) independent(r *ast.Rule) bool {
+	if callsAny(r, func(op ast.Ref) bool { return contextual[op.String()] || nondeterministic(op) }) {
+		return false
+	}
 	ok := true
 	ast.WalkExprs(r, func(e *ast.Expr) bool {
-		if len(e.With) > 0 || (e.IsCall() && (contextual[e.Operator().String()] || nondeterministic(e.Operator()))) {
-			ok = false
-		}
+		ok = ok && len(e.With) == 0
 		return !ok
 	})
 	ast.WalkTerms(r, func(t *ast.Term) bool {
 		switch v := t.Value.(type) {
 		case ast.Var:
 			ok = ok && !v.Equal(ast.InputRootDocument.Value)
-		case ast.Call:
-			op, _ := v[0].Value.(ast.Ref)
-			ok = ok && !contextual[v[0].String()] && !nondeterministic(op)
 		case ast.Ref:
 			switch {
 			case v.HasPrefix(ast.InputRootRef):

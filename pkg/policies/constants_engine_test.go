@@ -68,6 +68,28 @@ warn contains msg if {
 		Expect(outcome(ctx, fast, 4)).To(ContainElement("limit: 4 pods, more than 2"))
 	})
 
+	It("follow the data when the set is loaded again, and never hold the clock still", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		files := map[string]string{
+			"data.yaml": "settings:\n  limit: 2\n",
+			"cfg.rego":  "package cfg\n\nlimit := data.settings.limit\n\nnow := time.now_ns()\n",
+			"p.rego": policy("p", "warn", `warn contains sprintf("limit %d", [data.cfg.limit]) if true
+
+warn contains sprintf("now %d", [data.cfg.now]) if true`),
+		}
+		writeFiles(dir, files)
+		e := loadedEngine(dir, func(o *policies.Options) { o.AllowBuiltins = []string{"time.now_ns"} })
+		first := outcome(ctx, e, 1)
+		Expect(first).To(ContainElement("p: limit 2"))
+		Eventually(func() []string { return outcome(ctx, e, 1) }).ShouldNot(ContainElement(first[1]),
+			"the clock is read by each evaluation")
+
+		files["data.yaml"] = "settings:\n  limit: 3\n"
+		writeFiles(dir, files)
+		Expect(e.Load()).To(Succeed())
+		Expect(outcome(ctx, e, 1)).To(ContainElement("p: limit 3"))
+	})
+
 	// A broken setting must not keep the set from loading: evaluated at load
 	// without a bound, this rule (10^12 iterations) would never return.
 	It("leave a rule that never finishes to each request's deadline", func(ctx SpecContext) {

@@ -134,18 +134,7 @@ func analyze(c *ast.Compiler) setFacts {
 	reads, deterministic := newReadPaths(c), true
 	for _, m := range c.Modules {
 		reads.module(m)
-		ast.WalkExprs(m, func(e *ast.Expr) bool {
-			if e.IsCall() && nondeterministic(e.Operator()) {
-				deterministic = false
-			}
-			return false
-		})
-		ast.WalkTerms(m, func(t *ast.Term) bool {
-			if call, ok := t.Value.(ast.Call); ok && nondeterministic(call[0].Value.(ast.Ref)) {
-				deterministic = false
-			}
-			return false
-		})
+		deterministic = deterministic && !callsAny(m, nondeterministic)
 	}
 	paths := reads.input
 	if !reads.bounded {
@@ -158,6 +147,24 @@ func analyze(c *ast.Compiler) setFacts {
 func nondeterministic(op ast.Ref) bool {
 	b, ok := ast.BuiltinMap[op.String()]
 	return ok && b.Nondeterministic
+}
+
+// callsAny reports whether x calls a function pred holds for: as an
+// expression (f(x)) or as a term nested in one (y := f(x) + 1).
+func callsAny(x any, pred func(op ast.Ref) bool) bool {
+	found := false
+	ast.WalkExprs(x, func(e *ast.Expr) bool {
+		found = found || e.IsCall() && pred(e.Operator())
+		return found
+	})
+	ast.WalkTerms(x, func(t *ast.Term) bool {
+		if call, ok := t.Value.(ast.Call); ok && !found {
+			op, isRef := call[0].Value.(ast.Ref)
+			found = isRef && pred(op)
+		}
+		return found
+	})
+	return found
 }
 
 // projectTerm keeps only the read parts of a term: an object's read keys, an

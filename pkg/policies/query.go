@@ -41,8 +41,8 @@ type policySet struct {
 	// may be reused; decisions reuses them (nil: never).
 	facts     setFacts
 	decisions *decisionCache
-	// consts are the values of the rules no request changes (nil: none
-	// are kept, as when some rule reads the clock).
+	// consts are the values of the rules no request changes: a rule that
+	// reads the clock is not one, whatever the rest of the set does.
 	consts *constants
 }
 
@@ -158,8 +158,8 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 	s.facts = analyze(c.compiler)
 	if s.facts.deterministic {
 		s.decisions = newDecisionCache(cacheSize)
-		s.consts = evalConstants(ctx, c, constantRules(c.compiler), timeout)
 	}
+	s.consts = evalConstants(ctx, c, constantRules(c.compiler), timeout)
 	return s, nil
 }
 
