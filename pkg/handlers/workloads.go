@@ -250,7 +250,7 @@ func decode(raw []byte, what string) (*unstructured.Unstructured, error) {
 	// jsonmap decodes as unstructured's decoder does, in one pass; what it
 	// declines is left to that decoder, which names the problem.
 	if m, ok := jsonmap.Object(raw); ok {
-		if u, ok := kubernetesObject(m); ok && u != nil {
+		if u, ok := kubernetesObject(m); ok {
 			return u, nil
 		}
 	}
