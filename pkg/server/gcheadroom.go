@@ -27,8 +27,9 @@ const baseGCPercent = 100
 // which answered 13–19 % more requests (and fewer goroutines waited 10 ms or
 // more to run). The default is 64 MiB (0–7 % more): 128 MiB also raised the
 // resident set of a replica caching a large cluster (10,000 namespaces and
-// queues) by a quarter, whose live heap 64 MiB does not exceed. The headroom raises GOGC after each cycle so that the next runs no
-// sooner than headroom bytes later: the target is live + max(live, headroom),
+// queues) by a quarter, whose live heap 64 MiB does not exceed. The headroom
+// raises GOGC after each cycle so that the next runs no sooner than headroom
+// bytes later: the target is live + max(live, headroom),
 // unchanged once the live heap outgrows the headroom (a large cluster's
 // caches). The soft memory limit (SetMemoryLimit) still bounds the heap: near
 // it the collector runs as often as it must. Libraries that tune GOGC
