@@ -38,16 +38,30 @@ func Object(data []byte) (map[string]any, bool) {
 // caller reads the map as a typed decoder would, keys must be unique.
 func ObjectUniqueTo(data []byte, depth int) (map[string]any, bool) {
 	d := decoder{data: data, uniqueTo: depth}
+	return d.whole()
+}
+
+// whole decodes d's data, which must be one JSON object and nothing else but
+// whitespace.
+func (d *decoder) whole() (map[string]any, bool) {
 	d.space()
 	if !d.at('{') {
 		return nil, false
 	}
-	m, ok := d.object()
+	v, ok := d.only()
+	m, _ := v.(map[string]any)
+	return m, ok
+}
+
+// only decodes the value at d.i, which must be followed by nothing but
+// whitespace.
+func (d *decoder) only() (any, bool) {
+	v, ok := d.value()
 	if !ok {
 		return nil, false
 	}
 	d.space()
-	return m, d.i == len(d.data)
+	return v, d.i == len(d.data)
 }
 
 type decoder struct {
@@ -56,6 +70,8 @@ type decoder struct {
 	depth int
 	// uniqueTo is the depth down to which a repeated key declines.
 	uniqueTo int
+	// deferring is set by ObjectDeferring (see defer.go).
+	deferring *deferring
 }
 
 func (d *decoder) at(c byte) bool { return d.i < len(d.data) && d.data[d.i] == c }
@@ -133,17 +149,9 @@ func (d *decoder) object() (map[string]any, bool) {
 		}
 		d.i++
 		d.space()
-		v, ok := d.value()
-		if !ok {
+		if !d.member(m, k) {
 			return nil, false
 		}
-		if d.depth <= d.uniqueTo {
-			if _, repeated := m[k]; repeated {
-				return nil, false
-			}
-		}
-		// A repeated key keeps its last value, as encoding/json does.
-		m[k] = v
 		d.space()
 		switch {
 		case d.at(','):
@@ -159,6 +167,27 @@ func (d *decoder) object() (map[string]any, bool) {
 	}
 }
 
+// member decodes the value of m's key k into m, or defers it (see defer.go).
+func (d *decoder) member(m map[string]any, k string) bool {
+	if d.deferring != nil {
+		if deferred, ok := d.deferring.at(d, k); deferred {
+			return ok
+		}
+	}
+	v, ok := d.value()
+	if !ok {
+		return false
+	}
+	if d.depth <= d.uniqueTo {
+		if _, repeated := m[k]; repeated {
+			return false
+		}
+	}
+	// A repeated key keeps its last value, as encoding/json does.
+	m[k] = v
+	return true
+}
+
 // array decodes an array; d.i is at its '['. An empty one is an empty slice,
 // not nil, as encoding/json's.
 func (d *decoder) array() (any, bool) {
@@ -166,6 +195,9 @@ func (d *decoder) array() (any, bool) {
 		return nil, false
 	}
 	d.i++
+	if d.deferring != nil {
+		d.deferring.enterArray(d.depth)
+	}
 	a := make([]any, 0)
 	d.space()
 	if d.at(']') {
@@ -227,8 +259,8 @@ func (d *decoder) unquote(start, i int) (string, bool) {
 			if i+1 >= len(d.data) {
 				return "", false
 			}
-			e, ok := escapes[d.data[i+1]]
-			if !ok {
+			e := escapes[d.data[i+1]]
+			if e == 0 {
 				return d.delegate(start - 1)
 			}
 			b = append(b, e)
@@ -236,8 +268,14 @@ func (d *decoder) unquote(start, i int) (string, bool) {
 		case c < 0x20:
 			return "", false
 		case c < utf8.RuneSelf:
-			b = append(b, c)
-			i++
+			// A run of plain ASCII at once: an escaped string is often
+			// long (kubectl's last-applied manifest, as large as the object).
+			j := i + 1
+			for j < len(d.data) && plainASCII(d.data[j]) {
+				j++
+			}
+			b = append(b, d.data[i:j]...)
+			i = j
 		default:
 			r, size := utf8.DecodeRune(d.data[i:])
 			b = utf8.AppendRune(b, r)
@@ -247,8 +285,14 @@ func (d *decoder) unquote(start, i int) (string, bool) {
 	return "", false
 }
 
-// escapes are JSON's one-character escapes and what they stand for.
-var escapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+// plainASCII is a byte a string holds as it is: not a quote, a backslash, a
+// control character or part of a multi-byte sequence.
+func plainASCII(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+
+// escapes are JSON's one-character escapes and what they stand for, 0 for
+// none: a table, not a map, as a long escaped string (kubectl's last-applied
+// manifest) has thousands.
+var escapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // delegate decodes the string whose opening quote is at open with
 // sigs.k8s.io/json; an invalid one is declined.
