@@ -53,6 +53,12 @@ func (ObjectShape) Validate(_ context.Context, req *Request, t Target, _ cluster
 		return nil
 	}
 	depth, values, ok := measure(req.Object.Object, MaxObjectDepth, MaxObjectValues)
+	// What the webhook left undecoded counts as if it were there: its
+	// managedFields, at metadata.managedFields, two levels under the root.
+	if u := req.undecodedOf(req.Object); ok && u.JSON != nil {
+		depth, values = max(depth, 2+u.Depth), values+u.Values
+		ok = depth <= MaxObjectDepth && values <= MaxObjectValues
+	}
 	if ok {
 		return nil
 	}

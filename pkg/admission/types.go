@@ -18,6 +18,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 )
 
 // Request is one object under admission, built from an AdmissionRequest or, by the
@@ -47,10 +48,40 @@ type Request struct {
 	// has it (the webhook decoded it for this request only): the mutating path
 	// then edits it in place instead of copying it first.
 	Disposable bool
+	// Undecoded are parts of the objects the webhook left undecoded (see
+	// ManagedFieldsJSON).
+	Undecoded []UndecodedManagedFields
 
 	// owned reports whether Object is the mutating path's own copy, which a
 	// mutating step may edit (see writable).
 	owned bool
+}
+
+// UndecodedManagedFields is an object's metadata.managedFields as received
+// (their JSON, and their shape for ObjectShape), left out of the decoded
+// object: the API server sends them with every object, they are about as
+// large, and few checks read them.
+type UndecodedManagedFields struct {
+	Object *unstructured.Unstructured
+	jsonmap.Deferred
+}
+
+// ManagedFieldsJSON is obj's metadata.managedFields as received when the
+// webhook left them out of obj, else nil (obj holds its own, if any). It is
+// bound to the object itself, so that an object the pipeline builds from
+// another (a scaled workload, a copy) never takes the request's.
+func (r *Request) ManagedFieldsJSON(obj *unstructured.Unstructured) []byte {
+	return r.undecodedOf(obj).JSON
+}
+
+// undecodedOf is what the webhook left out of obj, if anything.
+func (r *Request) undecodedOf(obj *unstructured.Unstructured) jsonmap.Deferred {
+	for _, u := range r.Undecoded {
+		if u.Object == obj {
+			return u.Deferred
+		}
+	}
+	return jsonmap.Deferred{}
 }
 
 // writable is the object a mutating step edits: a copy of the received one,

@@ -47,6 +47,7 @@ func BenchmarkHandler(b *testing.B) {
 		Held().Obj()
 	// The same as the API server sends it, managedFields and all.
 	stored := fixtures.Object{Unstructured: training.DeepCopy()}.AsStored().Obj()
+	unlabeledStored := fixtures.TrainingJobSet("ml", "train").AsStored().Obj()
 	cases := []struct {
 		name    string
 		webhook http.Handler
@@ -56,6 +57,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"mutate/Job/CREATE/unlabeled", mutate, admissionv1.Create, job},
 		{"mutate/Job/CREATE/labeled", mutate, admissionv1.Create, queued},
 		{"mutate/Job/UPDATE", mutate, admissionv1.Update, queued},
+		{"mutate/JobSet/CREATE/training-stored", mutate, admissionv1.Create, unlabeledStored},
 		{"validate/Job/CREATE/labeled", validate, admissionv1.Create, queued},
 		{"validate/Job/UPDATE/labeled", validate, admissionv1.Update, queued},
 		{"validate/JobSet/CREATE/labeled", validate, admissionv1.Create, jobSet},
@@ -85,10 +87,16 @@ func BenchmarkHandler(b *testing.B) {
 }
 
 func reviewBody(b *testing.B, op admissionv1.Operation, obj *unstructured.Unstructured) []byte {
-	b.Helper()
+	return reviewBodyOf(b, op, obj, nil)
+}
+
+// reviewBodyOf is the review of op on obj; an UPDATE's old object is old, else
+// obj itself.
+func reviewBodyOf(tb testing.TB, op admissionv1.Operation, obj, old *unstructured.Unstructured) []byte {
+	tb.Helper()
 	raw, err := json.Marshal(obj.Object)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	gvk := obj.GroupVersionKind()
 	req := &admissionv1.AdmissionRequest{
@@ -99,11 +107,16 @@ func reviewBody(b *testing.B, op admissionv1.Operation, obj *unstructured.Unstru
 	}
 	if op == admissionv1.Update {
 		req.OldObject = runtime.RawExtension{Raw: raw}
+		if old != nil {
+			if req.OldObject.Raw, err = json.Marshal(old.Object); err != nil {
+				tb.Fatal(err)
+			}
+		}
 	}
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return body
 }

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	guard "github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 )
 
@@ -12,9 +13,18 @@ import (
 // the user's extra.
 const envelopeDepth = 4
 
+// undecodedPaths are the parts of a review's objects decodeWithObjects leaves
+// undecoded: their managedFields (see guard.UndecodedManagedFields).
+var undecodedPaths = [][]string{
+	{"request", "object", "metadata", "managedFields"},
+	{"request", "oldObject", "metadata", "managedFields"},
+}
+
 // objects are a request's objects decoded with its review.
 type objects struct {
 	object, oldObject *unstructured.Unstructured
+	// undecoded are what decodeWithObjects left undecoded of them.
+	undecoded []guard.UndecodedManagedFields
 	// size is the review's length: the objects' own lengths are not known
 	// apart, and the review's bounds them.
 	size int
@@ -25,7 +35,8 @@ type objects struct {
 // validate the review, scanned again to skip them, copied, then validated and
 // decoded on their own, about a third of what a large JobSet's update costs
 // (BenchmarkHandler). The request's other fields are read from the decoded
-// map as the typed decoder reads them (readEnvelope).
+// map as the typed decoder reads them (readEnvelope). The objects'
+// managedFields are checked but left undecoded (undecodedPaths).
 //
 // It reports false for anything the review's own decode and decode would
 // refuse or might read otherwise (a body jsonmap declines, a review of another
@@ -33,7 +44,7 @@ type objects struct {
 // object or has no kind), which is then left to them: such a request gets the
 // same answer either way.
 func decodeWithObjects(body []byte) (admission.Request, *objects, bool) {
-	review, ok := jsonmap.ObjectUniqueTo(body, envelopeDepth)
+	review, undecodedFields, ok := jsonmap.ObjectDeferring(body, envelopeDepth, undecodedPaths)
 	if !ok || review["apiVersion"] != reviewAPIVersion || review["kind"] != reviewKind {
 		return admission.Request{}, nil, false
 	}
@@ -50,11 +61,14 @@ func decodeWithObjects(body []byte) (admission.Request, *objects, bool) {
 	if objs.oldObject, ok = kubernetesObject(request["oldObject"]); !ok {
 		return admission.Request{}, nil, false
 	}
+	objs.undecoded = undecoded(objs.undecoded, objs.object, undecodedFields[0])
+	objs.undecoded = undecoded(objs.undecoded, objs.oldObject, undecodedFields[1])
 	var ar admission.Request
 	if !readEnvelope(request, &ar.AdmissionRequest) {
 		return admission.Request{}, nil, false
 	}
-	// An observer (tests) sees the objects as decoded; Raw stays empty.
+	// An observer (tests) sees the objects as decoded, without their
+	// managedFields; Raw stays empty.
 	if objs.object != nil {
 		ar.Object.Object = objs.object
 	}
@@ -62,6 +76,14 @@ func decodeWithObjects(body []byte) (admission.Request, *objects, bool) {
 		ar.OldObject.Object = objs.oldObject
 	}
 	return ar, objs, true
+}
+
+// undecoded is list with obj's undecoded managedFields, when it has any.
+func undecoded(list []guard.UndecodedManagedFields, obj *unstructured.Unstructured, managedFields jsonmap.Deferred) []guard.UndecodedManagedFields {
+	if obj == nil || managedFields.JSON == nil {
+		return list
+	}
+	return append(list, guard.UndecodedManagedFields{Object: obj, Deferred: managedFields})
 }
 
 // kubernetesObject is v as an object, nil for none (absent or null); false

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -29,18 +30,45 @@ const (
 		`"spec":{"parallelism":4,"activeDeadlineSeconds":1.5,"template":{"spec":{"containers":[{"name":"m","resources":{"requests":{"cpu":"1"}}}]}}}}`
 )
 
+// stored is job with managedFields, as the API server sends every object.
+const stored = `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","managedFields":[{"manager":"kubectl","operation":"Update",` +
+	`"apiVersion":"batch/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:parallelism":{},"f:template":{"f:spec":{"f:containers":` +
+	`{"k:{\"name\":\"m\"}":{".":{},"f:name":{}}}}}}}}]},"spec":{"parallelism":4}}`
+
+// withManagedFields puts the managedFields decodeWithObjects left undecoded
+// back into its objects, each decoded on its own.
+func withManagedFields(objs *objects) {
+	for _, u := range objs.undecoded {
+		putBack(u.Object, u.JSON)
+	}
+}
+
+// putBack decodes an object's undecoded managedFields into it.
+func putBack(obj *unstructured.Unstructured, managedFields []byte) {
+	if managedFields == nil {
+		return
+	}
+	v, ok := jsonmap.Value(managedFields)
+	Expect(ok).To(BeTrue())
+	Expect(obj.Object["metadata"]).NotTo(HaveKey("managedFields"))
+	obj.Object["metadata"].(map[string]any)["managedFields"] = v
+}
+
 // twoStep decodes body as the review's own decode and decode do: the reference
 // decodeWithObjects must agree with.
 func twoStep(body []byte) (req runtime.RawExtension, old runtime.RawExtension, object, oldObject *unstructured.Unstructured, envelope any) {
 	ar, _, err := decodeReview(body)
 	Expect(err).NotTo(HaveOccurred())
+	var managedFields jsonmap.Deferred
 	if len(ar.Object.Raw) > 0 {
-		object, err = decode(ar.Object.Raw, "object")
+		object, managedFields, err = decode(ar.Object.Raw, "object")
 		Expect(err).NotTo(HaveOccurred())
+		putBack(object, managedFields.JSON)
 	}
 	if len(ar.OldObject.Raw) > 0 {
-		oldObject, err = decode(ar.OldObject.Raw, "oldObject")
+		oldObject, managedFields, err = decode(ar.OldObject.Raw, "oldObject")
 		Expect(err).NotTo(HaveOccurred())
+		putBack(oldObject, managedFields.JSON)
 	}
 	req, old = ar.Object, ar.OldObject
 	ar.Object, ar.OldObject = runtime.RawExtension{}, runtime.RawExtension{}
@@ -56,6 +84,8 @@ var _ = DescribeTable("decoding a review with its objects reads what the two-ste
 		}
 		_, _, object, oldObject, env := twoStep(body)
 		Expect(objs.size).To(Equal(len(body)))
+		Expect(objs.undecoded).To(HaveLen(bytes.Count(body, []byte(`"managedFields"`))), "managedFields left undecoded")
+		withManagedFields(objs)
 		Expect(cmp.Diff(object, objs.object)).To(BeEmpty(), "object")
 		Expect(cmp.Diff(oldObject, objs.oldObject)).To(BeEmpty(), "oldObject")
 		ar.Object, ar.OldObject = runtime.RawExtension{}, runtime.RawExtension{}
@@ -63,6 +93,10 @@ var _ = DescribeTable("decoding a review with its objects reads what the two-ste
 	},
 	Entry("a CREATE: integers stay int64, other numbers float64", review(envelope+`,"operation":"CREATE","object":`+job), true),
 	Entry("an UPDATE", review(envelope+`,"operation":"UPDATE","object":`+job+`,"oldObject":`+job), true),
+	Entry("managed fields, left undecoded", review(envelope+`,"operation":"UPDATE","object":`+stored+`,"oldObject":`+stored), true),
+	Entry("managed fields of null", review(envelope+`,"operation":"CREATE","object":{"kind":"Job","metadata":{"managedFields":null}}`), true),
+	Entry("managed fields that are not JSON", review(envelope+`,"operation":"CREATE","object":{"kind":"Job","metadata":{"managedFields":[{"a":tru}]}}`), false),
+	Entry("managed fields repeated", review(envelope+`,"operation":"CREATE","object":{"kind":"Job","metadata":{"managedFields":[],"managedFields":[]}}`), false),
 	Entry("a DELETE with the old object only", review(envelope+`,"operation":"DELETE","oldObject":`+job), true),
 	Entry("a null object", review(envelope+`,"operation":"CREATE","object":null`), true),
 	Entry("an object repeated", review(envelope+`,"operation":"CREATE","object":{"kind":"A","x":1},"object":`+job), false),

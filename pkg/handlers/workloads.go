@@ -201,7 +201,7 @@ func newRequest(ar admission.Request, objs *objects) (*guard.Request, error) {
 		Disposable: true,
 	}
 	if objs != nil {
-		req.Object, req.OldObject, req.Size = objs.object, objs.oldObject, objs.size
+		req.Object, req.OldObject, req.Size, req.Undecoded = objs.object, objs.oldObject, objs.size, objs.undecoded
 		if ar.Operation == admissionv1.Delete {
 			req.Object = nil
 		} else if req.Object == nil {
@@ -210,16 +210,19 @@ func newRequest(ar admission.Request, objs *objects) (*guard.Request, error) {
 		return named(req), nil
 	}
 	var err error
+	var managedFields jsonmap.Deferred
 	if ar.Operation != admissionv1.Delete {
-		if req.Object, err = decode(ar.Object.Raw, "object"); err != nil {
+		if req.Object, managedFields, err = decode(ar.Object.Raw, "object"); err != nil {
 			return nil, err
 		}
 		req.Raw, req.Size = ar.Object.Raw, len(ar.Object.Raw)
+		req.Undecoded = undecoded(req.Undecoded, req.Object, managedFields)
 	}
 	if len(ar.OldObject.Raw) > 0 {
-		if req.OldObject, err = decode(ar.OldObject.Raw, "oldObject"); err != nil {
+		if req.OldObject, managedFields, err = decode(ar.OldObject.Raw, "oldObject"); err != nil {
 			return nil, err
 		}
+		req.Undecoded = undecoded(req.Undecoded, req.OldObject, managedFields)
 	}
 	return named(req), nil
 }
@@ -243,22 +246,30 @@ func fieldPath(p *field.Path) *field.Path {
 	return p
 }
 
-func decode(raw []byte, what string) (*unstructured.Unstructured, error) {
+// objectManagedFields is where an object's managedFields are, which decode
+// leaves undecoded (see undecodedPaths).
+var objectManagedFields = [][]string{{"metadata", "managedFields"}}
+
+// decode decodes an object, and keeps its managedFields undecoded when it
+// can.
+func decode(raw []byte, what string) (*unstructured.Unstructured, jsonmap.Deferred, error) {
+	none := jsonmap.Deferred{}
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("admission request has no %s", what)
+		return nil, none, fmt.Errorf("admission request has no %s", what)
 	}
 	// jsonmap decodes as unstructured's decoder does, in one pass; what it
-	// declines is left to that decoder, which names the problem.
-	if m, ok := jsonmap.Object(raw); ok {
+	// declines (here also a repeated metadata or managedFields key) is left
+	// to that decoder, which names the problem.
+	if m, undecoded, ok := jsonmap.ObjectDeferring(raw, len(objectManagedFields[0]), objectManagedFields); ok {
 		if u, ok := kubernetesObject(m); ok {
-			return u, nil
+			return u, undecoded[0], nil
 		}
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("admission request %s is not a valid Kubernetes object: %w", what, err)
+		return nil, none, fmt.Errorf("admission request %s is not a valid Kubernetes object: %w", what, err)
 	}
-	return u, nil
+	return u, none, nil
 }
 
 // response builds the AdmissionResponse. A denial is a 422 Invalid with one cause

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
+	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 	"github.com/kueue-guard/kueue-guard/pkg/workload"
 )
 
@@ -163,7 +165,7 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 		obj *unstructured.Unstructured
 	}{{"object", req.Object}, {"oldObject", req.OldObject}} {
 		in.add(o.key, func(p *InputPaths) *ast.Term {
-			v, e := objectValue(o.obj, p)
+			v, e := objectValue(o.obj, req.ManagedFieldsJSON(o.obj), p)
 			if e != nil {
 				err = fmt.Errorf("%s: %w", o.key, e)
 			}
@@ -266,11 +268,28 @@ func intTerm[T ~int32 | ~int64 | ~int](v T) *ast.Term { return ast.InternedTerm(
 
 // objectValue converts the read parts of an unstructured object. Its content is
 // map[string]any decoded from JSON, which OPA converts without reflection.
-func objectValue(u *unstructured.Unstructured, p *InputPaths) (ast.Value, error) {
+// managedFields, when not nil, are the object's metadata.managedFields the
+// webhook left undecoded: decoded here only when a policy reads them.
+func objectValue(u *unstructured.Unstructured, managedFields []byte, p *InputPaths) (ast.Value, error) {
 	if u == nil || u.Object == nil {
 		return ast.NullValue, nil
 	}
-	return projectValue(u.Object, p)
+	obj := u.Object
+	if managedFields != nil && p.reads("metadata") && p.child("metadata").reads("managedFields") {
+		v, ok := jsonmap.Value(managedFields)
+		if !ok {
+			return nil, errors.New("metadata.managedFields do not decode")
+		}
+		// Copies of the two maps on the way: the request's object is shared.
+		obj = maps.Clone(obj)
+		meta := map[string]any{"managedFields": v}
+		if m, ok := obj["metadata"].(map[string]any); ok {
+			meta = maps.Clone(m)
+			meta["managedFields"] = v
+		}
+		obj["metadata"] = meta
+	}
+	return projectValue(obj, p)
 }
 
 func requestTerm(req *admission.Request, trusted bool, p *InputPaths) *ast.Term {
