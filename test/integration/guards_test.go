@@ -144,6 +144,24 @@ var _ = Describe("guardrails under the managed profile", func() {
 		Expect(err).To(MatchError(ContainSubstring(`[kueue_guard.object_too_complex] AppWrapper "deep" is nested more than 100 levels deep`)))
 	})
 
+	// The same in managedFields, which a client may write and the webhook
+	// leaves undecoded: they count as if decoded.
+	It("denies an object nested too deep in the managedFields its author wrote", func() {
+		job := fixtures.Job(ns, "deep-fields").Queue("q").Obj()
+		tree := map[string]any{}
+		fields := tree
+		for range admission.MaxObjectDepth {
+			next := map[string]any{}
+			tree["f:x"], tree = next, next
+		}
+		job.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{
+			"manager": "tenant", "operation": "Update", "apiVersion": "batch/v1",
+			"time": "2026-12-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields,
+		}}
+		err := k8sClient.Create(ctx, job, client.DryRunAll)
+		Expect(err).To(MatchError(ContainSubstring(`[kueue_guard.object_too_complex] Job "deep-fields" is nested more than 100 levels deep`)))
+	})
+
 	It("warns about a queue that does not exist", func() {
 		c, warnings := clientWithWarnings()
 		Expect(c.Create(ctx, fixtures.Job(ns, "lost").Queue("nope").Obj())).To(Succeed())
