@@ -185,7 +185,12 @@ func streamWorkloads(ctx context.Context, p *admission.Pipeline, ref *referee, r
 		if err != nil {
 			return nil, fmt.Errorf("defaulting %s %s: %w", kind, obj.GetName(), err)
 		}
-		out[i] = streamWorkload{obj: queued, shape: s}
+		// As the API server sends every object: a resourceVersion, a
+		// generation and managedFields (one manager's entry naming every
+		// field, as a client-side apply writes it).
+		stored := fixtures.Object{Unstructured: queued}.AsStored().Obj()
+		stored.SetUID(obj.GetUID())
+		out[i] = streamWorkload{obj: stored, shape: s}
 	}
 	return out, nil
 }
