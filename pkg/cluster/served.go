@@ -108,6 +108,19 @@ type optionalKind struct {
 
 type informerRef struct{ cache.Informer }
 
+// store is k's running informer, nil while it has none.
+func (k *optionalKind) store() toolscache.SharedIndexInformer {
+	if k == nil {
+		return nil
+	}
+	ref := k.informer.Load()
+	if ref == nil {
+		return nil
+	}
+	sii, _ := ref.Informer.(toolscache.SharedIndexInformer)
+	return sii
+}
+
 // known reports whether the kind's objects can be read: its informer runs and
 // has synced.
 func (k *optionalKind) known() bool {
