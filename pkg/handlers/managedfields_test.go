@@ -134,12 +134,7 @@ var _ = Describe("objects' managedFields, left undecoded by the webhook", func()
 		// the object as deep as any it judges, 96 one level deeper.
 		deepJob := func(levels int) *unstructured.Unstructured {
 			obj := storedJob("kubectl")
-			tree := map[string]any{}
-			obj.Object["metadata"].(map[string]any)["managedFields"].([]any)[0].(map[string]any)["fieldsV1"] = tree
-			for range levels {
-				next := map[string]any{}
-				tree["f:x"], tree = next, next
-			}
+			obj.Object["metadata"].(map[string]any)["managedFields"].([]any)[0].(map[string]any)["fieldsV1"] = fixtures.NestedMaps(levels, "f:x")
 			return obj
 		}
 		Expect(answer(admissionv1.Create, deepJob(guard.MaxObjectDepth-5), nil).Allowed).To(BeTrue())

@@ -130,13 +130,7 @@ var _ = Describe("guardrails under the managed profile", func() {
 	// inside an AppWrapper's wrapped object, which the API server keeps as is.
 	It("denies an absurdly nested object before anything walks it", func() {
 		aw := fixtures.AppWrapper(ns, "deep").Queue("lq").Obj()
-		leaf := map[string]any{}
-		deep := leaf
-		for range admission.MaxObjectDepth {
-			next := map[string]any{}
-			leaf["x"] = next
-			leaf = next
-		}
+		deep := fixtures.NestedMaps(admission.MaxObjectDepth, "x")
 		comps, _, _ := unstructured.NestedSlice(aw.Object, "spec", "components")
 		comps[0].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["x"] = deep
 		Expect(unstructured.SetNestedSlice(aw.Object, comps, "spec", "components")).To(Succeed())
@@ -148,12 +142,7 @@ var _ = Describe("guardrails under the managed profile", func() {
 	// leaves undecoded: they count as if decoded.
 	It("denies an object nested too deep in the managedFields its author wrote", func() {
 		job := fixtures.Job(ns, "deep-fields").Queue("q").Obj()
-		tree := map[string]any{}
-		fields := tree
-		for range admission.MaxObjectDepth {
-			next := map[string]any{}
-			tree["f:x"], tree = next, next
-		}
+		fields := fixtures.NestedMaps(admission.MaxObjectDepth, "f:x")
 		job.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{
 			"manager": "tenant", "operation": "Update", "apiVersion": "batch/v1",
 			"time": "2026-12-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields,
