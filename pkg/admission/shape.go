@@ -54,9 +54,9 @@ func (ObjectShape) Validate(_ context.Context, req *Request, t Target, _ cluster
 	}
 	depth, values, ok := measure(req.Object.Object, MaxObjectDepth, MaxObjectValues)
 	// What the webhook left undecoded counts as if it were there: its
-	// managedFields, at metadata.managedFields, two levels under the root.
+	// managedFields, at ManagedFieldsPath under the root.
 	if u := req.undecodedOf(req.Object); ok && u.JSON != nil {
-		depth, values = max(depth, 2+u.Depth), values+u.Values
+		depth, values = max(depth, len(ManagedFieldsPath)+u.Depth), values+u.Values
 		ok = depth <= MaxObjectDepth && values <= MaxObjectValues
 	}
 	if ok {

@@ -57,6 +57,10 @@ type Request struct {
 	owned bool
 }
 
+// ManagedFieldsPath is where an object keeps its managedFields, the part the
+// webhook may leave undecoded (UndecodedManagedFields).
+var ManagedFieldsPath = []string{"metadata", "managedFields"}
+
 // UndecodedManagedFields is an object's metadata.managedFields as received
 // (their JSON, and their shape for ObjectShape), left out of the decoded
 // object: the API server sends them with every object, they are about as

@@ -16,8 +16,8 @@ const envelopeDepth = 4
 // undecodedPaths are the parts of a review's objects decodeWithObjects leaves
 // undecoded: their managedFields (see guard.UndecodedManagedFields).
 var undecodedPaths = [][]string{
-	{"request", "object", "metadata", "managedFields"},
-	{"request", "oldObject", "metadata", "managedFields"},
+	append([]string{"request", "object"}, guard.ManagedFieldsPath...),
+	append([]string{"request", "oldObject"}, guard.ManagedFieldsPath...),
 }
 
 // objects are a request's objects decoded with its review.

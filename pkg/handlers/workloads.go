@@ -248,7 +248,7 @@ func fieldPath(p *field.Path) *field.Path {
 
 // objectManagedFields is where an object's managedFields are, which decode
 // leaves undecoded (see undecodedPaths).
-var objectManagedFields = [][]string{{"metadata", "managedFields"}}
+var objectManagedFields = [][]string{guard.ManagedFieldsPath}
 
 // decode decodes an object, and keeps its managedFields undecoded when it
 // can.

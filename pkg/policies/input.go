@@ -275,19 +275,20 @@ func objectValue(u *unstructured.Unstructured, managedFields []byte, p *InputPat
 		return ast.NullValue, nil
 	}
 	obj := u.Object
-	if managedFields != nil && p.reads("metadata") && p.child("metadata").reads("managedFields") {
+	parent, key := admission.ManagedFieldsPath[0], admission.ManagedFieldsPath[1] // metadata, managedFields
+	if managedFields != nil && p.reads(parent) && p.child(parent).reads(key) {
 		v, ok := jsonmap.Value(managedFields)
 		if !ok {
 			return nil, errors.New("metadata.managedFields do not decode")
 		}
 		// Copies of the two maps on the way: the request's object is shared.
 		obj = maps.Clone(obj)
-		meta := map[string]any{"managedFields": v}
-		if m, ok := obj["metadata"].(map[string]any); ok {
+		meta := map[string]any{key: v}
+		if m, ok := obj[parent].(map[string]any); ok {
 			meta = maps.Clone(m)
-			meta["managedFields"] = v
+			meta[key] = v
 		}
-		obj["metadata"] = meta
+		obj[parent] = meta
 	}
 	return projectValue(obj, p)
 }
