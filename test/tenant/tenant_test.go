@@ -177,7 +177,7 @@ var _ = Describe("a namespace user with edit rights", func() {
 					return "created"
 				}
 				return err.Error()
-			}).ShouldNot(ContainSubstring(`Job.batch "` + p.OwnerReferences[0].Name + `" not found`))
+			}).WithTimeout(30 * time.Second).ShouldNot(ContainSubstring(`Job.batch "` + p.OwnerReferences[0].Name + `" not found`))
 			denied(err, admission.RuleUntrustedOwner)
 		})
 
