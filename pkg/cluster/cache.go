@@ -370,11 +370,7 @@ func stored[T client.Object](inf toolscache.SharedIndexInformer, namespace, name
 	if inf == nil {
 		return none, false
 	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	obj, ok, err := inf.GetIndexer().GetByKey(key)
+	obj, ok, err := inf.GetIndexer().GetByKey(toolscache.NewObjectName(namespace, name).String())
 	if err != nil || !ok {
 		return none, false
 	}
