@@ -241,8 +241,15 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 	cache := getRefCache()
 	defer putRefCache(cache)
 	cache.consts = set.consts
+	// OPA watches a context that can be cancelled with a goroutine of its
+	// own per evaluation, which costs each request a goroutine's start and
+	// two wake-ups; a flag set at the deadline by context.AfterFunc costs none
+	// until then.
+	cancel := topdown.NewCancel()
+	defer context.AfterFunc(ctx, cancel.Cancel)()
+	opts := []rego.EvalOption{noMetrics, rego.EvalExternalCancel(cancel), rego.EvalParsedInput(input), e.ruleCache(cache)}
 	if query := p.combined(); query != nil {
-		rs, err := query.Eval(ctx, rego.EvalParsedInput(input), e.ruleCache(cache), noMetrics)
+		rs, err := query.Eval(ctx, opts...)
 		if err == nil {
 			res := &Result{}
 			decode(res, pick(set.policies, p.indices), rs)
@@ -265,7 +272,8 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 			continue
 		}
 		cache.reset()
-		rs, err := pq.Eval(ctx, rego.EvalParsedInput(input), e.ruleCache(cache), noMetrics)
+		opts[len(opts)-1] = e.ruleCache(cache) // each evaluation its own rule cache
+		rs, err := pq.Eval(ctx, opts...)
 		if err != nil {
 			if topdown.IsCancel(err) || ctx.Err() != nil {
 				res.Failures = append(res.Failures, e.contextFailure(ctx, start, false))
