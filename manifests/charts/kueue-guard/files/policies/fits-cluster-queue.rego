@@ -37,22 +37,11 @@ requested(r) if {
 
 # The rules below look each resource up in input.clusterQueue.resources (the
 # queue's totals of a resource, summed over its flavors by kueue-guard) where
-# they need it, rather than building sets of resources first: a set costs
-# every request its allocations, a lookup only the resources it reaches.
-
-# quota(r) are the queue's totals of r; undefined without quota for it.
-quota(r) := t if {
-	t := cq.resources[r]
-	count(t.flavors) > 0
-}
-
-# capacity(r) are the queue's totals of r when its capacity of r is known
-# (Kueue would admit to it): quota(r) with a max.
-capacity(r) := t if {
-	t := cq.resources[r]
-	count(t.flavors) > 0
-	t.max != null
-}
+# they need it, inline and the comparison that fails most often first: a set
+# of resources, or a function call per resource, costs every request its
+# allocations (BenchmarkShippedPolicyEvaluation). A resource's max, largestFlavor
+# and free are numbers together, or null together when its capacity is
+# unknown (Kueue would not admit to it).
 
 at_least(r) := "" if {
 	input.workload.minUnitRequests[r] == input.workload.totalRequests[r]
@@ -86,8 +75,10 @@ nominal(r) := q.nominal if {
 deny contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
-	t := capacity(r)
+	t := cq.resources[r]
+	t.max != null
 	need > t.max # even the fewest pods Kueue may admit need more than the queue's capacity
+	count(t.flavors) > 0
 	requested(r)
 	total := input.workload.totalRequests[r]
 	msg := sprintf(
@@ -117,9 +108,11 @@ deny contains msg if {
 warn contains msg if {
 	lib.judged
 	some r, need in input.workload.minUnitRequests
-	t := capacity(r)
-	need <= t.max # else denied above
+	t := cq.resources[r]
+	t.max != null
 	need > t.free
+	need <= t.max # else denied above
+	count(t.flavors) > 0
 	requested(r)
 	msg := sprintf(
 		"requests %s %s but ClusterQueue %q has %s free now: it may wait for quota",
@@ -131,7 +124,7 @@ warn contains msg if {
 	lib.judged
 	is_object(cq)
 	some r, _ in input.workload.totalRequests
+	count(object.get(cq.resources, [r, "flavors"], [])) == 0 # no quota for r
 	requested(r)
-	not quota(r)
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
 }
