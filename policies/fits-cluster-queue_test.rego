@@ -111,6 +111,14 @@ test_uncovered_resource_warns if {
 	policy.warn == {`requests nvidia.com/gpu, for which ClusterQueue "cq" has no quota: Kueue cannot admit it`} with input as inp(queue, workload(1, 1))
 }
 
+# A resource the queue lists with no flavor is no quota either, and its null
+# capacity denies nothing.
+test_resource_without_flavors_warns if {
+	queue := object.union(cq(null, [quota("default", "cpu", 64, null, 0)]), {"resources": {gpu: {"flavors": [], "max": null, "largestFlavor": null, "free": null}}})
+	policy.warn == {`requests nvidia.com/gpu, for which ClusterQueue "cq" has no quota: Kueue cannot admit it`} with input as inp(queue, workload(1, 1))
+	count(policy.deny) == 0 with input as inp(queue, workload(1, 1))
+}
+
 test_excluded_resources_are_ignored if {
 	queue := cq(null, [quota("default", "cpu", 64, null, 0)])
 	count(policy.warn) == 0 with input as inp(queue, workload(1, 1))

@@ -124,7 +124,7 @@ warn contains msg if {
 	lib.judged
 	is_object(cq)
 	some r, _ in input.workload.totalRequests
-	count(object.get(cq.resources, [r, "flavors"], [])) == 0 # no quota for r
+	count(object.get(cq, ["resources", r, "flavors"], [])) == 0 # no quota for r
 	requested(r)
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
 }
