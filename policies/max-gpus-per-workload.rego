@@ -24,8 +24,9 @@ max_gpus_label := "kueue-guard.io/max-gpus"
 # gpus are one admission unit's GPU resources with their amounts, at full size:
 # Kueue may admit a partially admissible job whole when quota allows. A
 # resource is counted once, however many entries of gpu_resources cover it.
-# (Two comprehensions rather than lib.is_gpu: a function call per resource
-# costs more than the match itself.)
+# A GPU resource is one lib.gpu_resources names, or one a prefix it lists
+# covers: two comprehensions, as a function call per resource would cost more
+# than the match itself.
 gpus := object.union(
 	{r: n | some r, n in input.workload.unitRequests; r in lib.gpu_resources},
 	{r: n | some r, n in input.workload.unitRequests; strings.any_prefix_match(r, lib.gpu_prefixes)},

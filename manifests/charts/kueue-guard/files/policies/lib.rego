@@ -28,11 +28,6 @@ default_gpu_resources := [
 	"habana.ai/gaudi", "aws.amazon.com/neuron", "google.com/tpu",
 ]
 
-# is_gpu(r) is true for a resource gpu_resources names or a prefix of it covers.
-is_gpu(r) if r in gpu_resources
-
-is_gpu(r) if strings.any_prefix_match(r, gpu_prefixes)
-
 # gpu_prefixes are the prefixes gpu_resources names ("nvidia.com/mig-*"), once
 # per evaluation: one built-in call per resource then matches them all.
 gpu_prefixes := [trim_suffix(p, "*") | some p in gpu_resources; endswith(p, "*")]
