@@ -247,9 +247,12 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 	// until then.
 	cancel := topdown.NewCancel()
 	defer context.AfterFunc(ctx, cancel.Cancel)()
-	opts := []rego.EvalOption{noMetrics, rego.EvalExternalCancel(cancel), rego.EvalParsedInput(input), e.ruleCache(cache)}
+	// Each evaluation its own rule cache: OPA's, in tests, is made anew.
+	opts := func() []rego.EvalOption {
+		return []rego.EvalOption{noMetrics, rego.EvalExternalCancel(cancel), rego.EvalParsedInput(input), e.ruleCache(cache)}
+	}
 	if query := p.combined(); query != nil {
-		rs, err := query.Eval(ctx, opts...)
+		rs, err := query.Eval(ctx, opts()...)
 		if err == nil {
 			res := &Result{}
 			decode(res, pick(set.policies, p.indices), rs)
@@ -272,8 +275,7 @@ func (p *Plan) evalInSlot(ctx context.Context, input ast.Value, start time.Time)
 			continue
 		}
 		cache.reset()
-		opts[len(opts)-1] = e.ruleCache(cache) // each evaluation its own rule cache
-		rs, err := pq.Eval(ctx, opts...)
+		rs, err := pq.Eval(ctx, opts()...)
 		if err != nil {
 			if topdown.IsCancel(err) || ctx.Err() != nil {
 				res.Failures = append(res.Failures, e.contextFailure(ctx, start, false))
