@@ -19,3 +19,26 @@ test_a_value_that_is_no_quantity_is_undefined if {
 	not lib.quantity(null)
 	not lib.quantity({"cpu": 1})
 }
+
+# at_most_zero parses only what does not begin with a nonzero digit; it says
+# what the parsed value says for every form, signs and leading zeros included.
+test_at_most_zero_agrees_with_the_parsed_value if {
+	forms := array.concat([p[0] | some p in quantities], [
+		"-1", "-500m", "+0", "+1", "0.0", ".0", ".5", "0.5", "0e3", "1e-3",
+		"0.000001", "-0", 0, -1, 0.5,
+	])
+	every q in forms {
+		said(q) == lib.quantity(q) <= 0
+	}
+	lib.at_most_zero("-500m")
+	not lib.at_most_zero("0.5")
+}
+
+said(q) if lib.at_most_zero(q)
+
+else := false
+
+test_at_most_zero_of_no_quantity_is_false if {
+	not lib.at_most_zero(null)
+	not lib.at_most_zero({"cpu": 0})
+}

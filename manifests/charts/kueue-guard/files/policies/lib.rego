@@ -48,6 +48,23 @@ quantity(q) := q if {
 	endswith(q, "u")
 } else := units.parse(q) if is_string(q)
 
+# at_most_zero(q) is true for a quantity of zero or below. A string that
+# begins with a nonzero digit is above zero whatever follows (its mantissa is
+# at least 1): only the others are parsed. A parse per container and resource
+# was a quarter of require-resource-requests' allocations.
+at_most_zero(q) if {
+	is_number(q)
+	q <= 0
+}
+
+at_most_zero(q) if {
+	is_string(q)
+	not strings.any_prefix_match(q, nonzero_digits)
+	quantity(q) <= 0
+}
+
+nonzero_digits := ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
+
 # creating is true for a new workload.
 creating if input.request.operation == "CREATE"
 

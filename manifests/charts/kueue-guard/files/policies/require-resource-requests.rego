@@ -56,7 +56,7 @@ declared(c, r) := q if {
 	q != null
 }
 
-too_small(q, _) if lib.quantity(q) <= 0
+too_small(q, _) if lib.at_most_zero(q)
 
 # The minimum is looked up before the quantity is parsed: most settings name
 # none, and a parse per container and resource is most of this rule's cost.
