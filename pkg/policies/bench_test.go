@@ -137,6 +137,25 @@ func BenchmarkShippedPolicy(b *testing.B) {
 	}
 }
 
+// BenchmarkShippedPolicyTraining is BenchmarkShippedPolicy on a real training
+// job's JobSet (about 20 KB: four replicated jobs, twelve containers with
+// their environment, probes and mounts), and "all" every shipped policy at
+// once: what a policy that judges every container costs on a large workload.
+func BenchmarkShippedPolicyTraining(b *testing.B) {
+	RegisterTestingT(b)
+	training := fixtures.TrainingJobSet("ml", "train").Queue("lq").
+		Label("kueue.x-k8s.io/max-exec-time-seconds", "600").Held().Obj()
+	each, all := shippedPolicySets()
+	for _, set := range append(each, all) {
+		b.Run(set.name, func(b *testing.B) {
+			RegisterTestingT(b)
+			dir := b.TempDir()
+			writeFiles(dir, set.files)
+			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(training), benchCluster("0"))
+		})
+	}
+}
+
 // BenchmarkShippedPolicyEvaluation is BenchmarkShippedPolicy without the
 // request: the input is built once, so that each figure is the policy's
 // evaluation alone; "all" is every shipped policy in one query.
