@@ -304,11 +304,19 @@ func decodeInto(obj *unstructured.Unstructured, into any) error {
 	if spec, ok := obj.Object["spec"]; ok {
 		slim["spec"] = spec
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(slim, into); err != nil {
+	convert := fromUnstructured
+	if viaAPIMachinery {
+		convert = runtime.DefaultUnstructuredConverter.FromUnstructured
+	}
+	if err := convert(slim, into); err != nil {
 		return fmt.Errorf("decoding object: %w", err)
 	}
 	return nil
 }
+
+// viaAPIMachinery makes decodeInto use apimachinery's converter: only the
+// specs that prove fromUnstructured equal to it turn it on.
+var viaAPIMachinery = false
 
 // objectName renders "namespace/name" for messages (just "name" when cluster
 // scoped or not yet namespaced, generateName followed by "*" when unnamed).
