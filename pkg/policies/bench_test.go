@@ -126,15 +126,9 @@ func BenchmarkEvaluateNPoliciesMatching(b *testing.B) {
 // data.yaml) on a queued GPU Job CREATE: which policy costs what.
 func BenchmarkShippedPolicy(b *testing.B) {
 	RegisterTestingT(b)
-	each, _ := shippedPolicySets()
-	for _, set := range each {
-		b.Run(set.name, func(b *testing.B) {
-			RegisterTestingT(b)
-			dir := b.TempDir()
-			writeFiles(dir, set.files)
-			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
-		})
-	}
+	forEachShippedSet(b, false, func(b *testing.B, e *policies.Engine) {
+		benchValidate(b, e, createRequest(gpuJob("bench", 4, "2")), benchCluster("2"))
+	})
 }
 
 // BenchmarkShippedPolicyTraining is BenchmarkShippedPolicy on a real training
@@ -145,15 +139,9 @@ func BenchmarkShippedPolicyTraining(b *testing.B) {
 	RegisterTestingT(b)
 	training := fixtures.TrainingJobSet("ml", "train").Queue("lq").
 		Label("kueue.x-k8s.io/max-exec-time-seconds", "600").Held().Obj()
-	each, all := shippedPolicySets()
-	for _, set := range append(each, all) {
-		b.Run(set.name, func(b *testing.B) {
-			RegisterTestingT(b)
-			dir := b.TempDir()
-			writeFiles(dir, set.files)
-			benchValidate(b, loadedEngine(dir, noDecisionCache), createRequest(training), benchCluster("0"))
-		})
-	}
+	forEachShippedSet(b, true, func(b *testing.B, e *policies.Engine) {
+		benchValidate(b, e, createRequest(training), benchCluster("0"))
+	})
 }
 
 // BenchmarkShippedPolicyEvaluation is BenchmarkShippedPolicy without the
@@ -163,19 +151,29 @@ func BenchmarkShippedPolicyEvaluation(b *testing.B) {
 	RegisterTestingT(b)
 	input, err := policies.BuildInput(b.Context(), createRequest(gpuJob("bench", 4, "2")), admission.Target{}, benchCluster("2"))
 	Expect(err).NotTo(HaveOccurred())
+	forEachShippedSet(b, true, func(b *testing.B, e *policies.Engine) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if res := e.Evaluate(b.Context(), input); len(res.Failures) > 0 {
+				b.Fatal(res.Failures)
+			}
+		}
+	})
+}
+
+// forEachShippedSet runs bench on an engine serving each shipped policy alone
+// (with lib.rego and data.yaml) and, withAll, on one serving all of them.
+func forEachShippedSet(b *testing.B, withAll bool, bench func(b *testing.B, e *policies.Engine)) {
 	each, all := shippedPolicySets()
-	for _, set := range append(each, all) {
+	if withAll {
+		each = append(each, all)
+	}
+	for _, set := range each {
 		b.Run(set.name, func(b *testing.B) {
 			RegisterTestingT(b)
 			dir := b.TempDir()
 			writeFiles(dir, set.files)
-			e := loadedEngine(dir, noDecisionCache)
-			b.ReportAllocs()
-			for b.Loop() {
-				if res := e.Evaluate(b.Context(), input); len(res.Failures) > 0 {
-					b.Fatal(res.Failures)
-				}
-			}
+			bench(b, loadedEngine(dir, noDecisionCache))
 		})
 	}
 }
