@@ -27,15 +27,23 @@ import (
 // fixture); other types with their own JSON form (times, int-or-strings) are
 // converted by the library apimachinery uses.
 func fromUnstructured(u map[string]any, into any) error {
+	return converter{}.convert(u, into)
+}
+
+// converter is a conversion's options: slim leaves out the container and pod
+// fields that nothing computing a summary reads (unreadContainerFields).
+type converter struct{ slim bool }
+
+func (c converter) convert(u map[string]any, into any) error {
 	dv := reflect.ValueOf(into)
 	if dv.Kind() != reflect.Pointer || dv.IsNil() {
 		return fmt.Errorf("fromUnstructured requires a non-nil pointer, got %T", into)
 	}
-	return convertValue(reflect.ValueOf(u), dv.Elem())
+	return c.value(reflect.ValueOf(u), dv.Elem())
 }
 
-// convertValue sets dv, a zero value, from sv.
-func convertValue(sv, dv reflect.Value) error {
+// value sets dv, a zero value, from sv.
+func (c converter) value(sv, dv reflect.Value) error {
 	for sv.Kind() == reflect.Interface {
 		sv = sv.Elem()
 	}
@@ -50,7 +58,7 @@ func convertValue(sv, dv reflect.Value) error {
 			return err
 		}
 	}
-	if done, err := convertCommon(sv, dv); done {
+	if done, err := c.common(sv, dv); done {
 		return err
 	}
 	info := typeInfoOf(dt)
@@ -59,14 +67,14 @@ func convertValue(sv, dv reflect.Value) error {
 	}
 	switch dt.Kind() {
 	case reflect.Map:
-		return convertMap(sv, dv)
+		return c.mapValue(sv, dv)
 	case reflect.Slice:
-		return convertSlice(sv, dv)
+		return c.slice(sv, dv)
 	case reflect.Pointer:
 		dv.Set(reflect.New(dt.Elem()))
-		return convertValue(sv, dv.Elem())
+		return c.value(sv, dv.Elem())
 	case reflect.Struct:
-		return convertStruct(sv, dv, info)
+		return c.structValue(sv, dv, info)
 	case reflect.Interface:
 		dv.Set(sv)
 		return nil
@@ -80,13 +88,13 @@ var (
 	stringMapType    = reflect.TypeFor[map[string]string]()
 )
 
-// convertCommon converts the types a workload holds most of without
+// common converts the types a workload holds most of without
 // reflection: quantities (which the generic path encodes to JSON and parses
 // back), resource lists and string maps (labels, annotations, node
 // selectors). done is false for a value it leaves to the generic path: a
 // quantity written other than as a plain string, a map with a value of
 // another type.
-func convertCommon(sv, dv reflect.Value) (done bool, err error) {
+func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 	switch dv.Type() {
 	case quantityType:
 		s, ok := sv.Interface().(string)
@@ -106,7 +114,7 @@ func convertCommon(sv, dv reflect.Value) (done bool, err error) {
 		out := make(corev1.ResourceList, len(m))
 		for k, v := range m {
 			var q resource.Quantity
-			if err := convertValue(reflect.ValueOf(v), reflect.ValueOf(&q).Elem()); err != nil {
+			if err := c.value(reflect.ValueOf(v), reflect.ValueOf(&q).Elem()); err != nil {
 				return true, err
 			}
 			out[corev1.ResourceName(k)] = q
@@ -194,7 +202,7 @@ func kindGroup(k reflect.Kind) kindClass {
 	return groupOther
 }
 
-func convertMap(sv, dv reflect.Value) error {
+func (c converter) mapValue(sv, dv reflect.Value) error {
 	st, dt := sv.Type(), dv.Type()
 	if st.Kind() != reflect.Map {
 		return fmt.Errorf("cannot restore map from %v", st.Kind())
@@ -210,7 +218,7 @@ func convertMap(sv, dv reflect.Value) error {
 	iter := sv.MapRange()
 	for iter.Next() {
 		v := reflect.New(dt.Elem()).Elem()
-		if err := convertValue(iter.Value(), v); err != nil {
+		if err := c.value(iter.Value(), v); err != nil {
 			return err
 		}
 		k := iter.Key()
@@ -222,7 +230,7 @@ func convertMap(sv, dv reflect.Value) error {
 	return nil
 }
 
-func convertSlice(sv, dv reflect.Value) error {
+func (c converter) slice(sv, dv reflect.Value) error {
 	st, dt := sv.Type(), dv.Type()
 	if st.Kind() == reflect.String && dt.Elem().Kind() == reflect.Uint8 {
 		// []byte is kept as its base64 string, as encoding/json writes it.
@@ -247,35 +255,40 @@ func convertSlice(sv, dv reflect.Value) error {
 	}
 	dv.Set(reflect.MakeSlice(dt, sv.Len(), sv.Cap()))
 	for i := range sv.Len() {
-		if err := convertValue(sv.Index(i), dv.Index(i)); err != nil {
+		if err := c.value(sv.Index(i), dv.Index(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// convertStruct sets each field the map has a key for, and every inlined
-// field from the whole map, as apimachinery does; unknown keys are ignored.
-func convertStruct(sv, dv reflect.Value, info *typeInfo) error {
+// structValue sets each field the map has a key for, and every inlined field
+// from the whole map, as apimachinery does; unknown keys are ignored, and so
+// are a slim conversion's unread fields.
+func (c converter) structValue(sv, dv reflect.Value, info *typeInfo) error {
 	if sv.Kind() != reflect.Map {
 		return fmt.Errorf("cannot restore struct from: %v", sv.Kind())
 	}
 	for _, i := range info.inline {
-		if err := convertValue(sv, dv.Field(i)); err != nil {
+		if err := c.value(sv, dv.Field(i)); err != nil {
 			return err
 		}
 	}
+	unread := c.slim && info.unread != nil
 	if m, ok := sv.Interface().(map[string]any); ok { // what JSON decodes to
 		for k, v := range m {
-			if err := convertField(info.byName[k], reflect.ValueOf(v), dv); err != nil {
+			if unread && info.unread[k] {
+				continue
+			}
+			if err := c.field(info.byName[k], reflect.ValueOf(v), dv); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	for iter := sv.MapRange(); iter.Next(); {
-		if k := iter.Key(); k.Kind() == reflect.String {
-			if err := convertField(info.byName[k.String()], iter.Value(), dv); err != nil {
+		if k := iter.Key(); k.Kind() == reflect.String && !(unread && info.unread[k.String()]) {
+			if err := c.field(info.byName[k.String()], iter.Value(), dv); err != nil {
 				return err
 			}
 		}
@@ -283,10 +296,10 @@ func convertStruct(sv, dv reflect.Value, info *typeInfo) error {
 	return nil
 }
 
-// convertField sets the fields a key names (none, one, or more of one name).
-func convertField(fields []int, sv, dv reflect.Value) error {
+// field sets the fields a key names (none, one, or more of one name).
+func (c converter) field(fields []int, sv, dv reflect.Value) error {
 	for _, i := range fields {
-		if err := convertValue(sv, dv.Field(i)); err != nil {
+		if err := c.value(sv, dv.Field(i)); err != nil {
 			return err
 		}
 	}
@@ -302,6 +315,8 @@ type typeInfo struct {
 	// inline are its inlined fields.
 	byName map[string][]int
 	inline []int
+	// unread are the keys a slim conversion leaves out of this type.
+	unread map[string]bool
 }
 
 var typeInfos sync.Map // reflect.Type → *typeInfo
@@ -311,7 +326,7 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 		return info.(*typeInfo)
 	}
 	entry := value.TypeReflectEntryOf(t)
-	info := &typeInfo{custom: entry.CanConvertFromUnstructured(), entry: entry}
+	info := &typeInfo{custom: entry.CanConvertFromUnstructured(), entry: entry, unread: unreadFieldsOf[t]}
 	if t.Kind() == reflect.Struct && !info.custom {
 		info.byName = map[string][]int{}
 		for i := range t.NumField() {

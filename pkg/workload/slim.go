@@ -1,9 +1,9 @@
 package workload
 
 import (
-	"maps"
-	"slices"
+	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -31,115 +31,29 @@ var unreadContainerFields = map[string]bool{
 // once its containers were slimmed. A pod spec is a map with a containers list.
 var unreadPodFields = map[string]bool{"volumes": true}
 
+// unreadFieldsOf are the fields a slim conversion leaves out, by the type
+// that has them: every container type's unreadContainerFields (an ephemeral
+// container's are in its inlined EphemeralContainerCommon), and a pod spec's
+// unreadPodFields.
+var unreadFieldsOf = map[reflect.Type]map[string]bool{
+	reflect.TypeFor[corev1.Container]():                unreadContainerFields,
+	reflect.TypeFor[corev1.EphemeralContainerCommon](): unreadContainerFields,
+	reflect.TypeFor[corev1.PodSpec]():                  unreadPodFields,
+}
+
 // slimContainers says whether decodedForQuota drops unreadContainerFields;
 // only the specs that prove the fields unread turn it off.
 var slimContainers = true
 
-// decodedForQuota is decoded without unreadContainerFields. Only the builders
-// of kinds whose Kueue adapter reads nothing else of a container use it: not
-// Pods (Kueue's role hash of a pod group covers the whole spec), nor Ray or
-// Spark (their adapters read containers by image and name, and may in time
-// read more).
+// decodedForQuota is decoded without unreadContainerFields, which the
+// conversion skips rather than converts. Only the builders of kinds whose
+// Kueue adapter reads nothing else of a container use it: not Pods (Kueue's
+// role hash of a pod group covers the whole spec), nor Ray or Spark (their
+// adapters read containers by image and name, and may in time read more).
 func decodedForQuota[T any](obj *unstructured.Unstructured) (*T, error) {
-	if !slimContainers {
-		return decoded[T](obj)
+	t := new(T)
+	if err := decodeWith(converter{slim: slimContainers}, obj, t); err != nil {
+		return nil, err
 	}
-	spec, changed := withoutUnreadContainerFields(obj.Object["spec"])
-	if !changed {
-		return decoded[T](obj)
-	}
-	slim := maps.Clone(obj.Object)
-	slim["spec"] = spec
-	return decoded[T](&unstructured.Unstructured{Object: slim})
-}
-
-// withoutUnreadContainerFields is v with unreadContainerFields dropped from
-// every element of every containers, initContainers and ephemeralContainers
-// list in it, and unreadPodFields from every pod spec, and whether anything
-// was dropped. Only the maps and lists on the way to a change are copied: v
-// is never modified.
-func withoutUnreadContainerFields(v any) (any, bool) {
-	switch v := v.(type) {
-	case map[string]any:
-		var out map[string]any
-		_, podSpec := v["containers"].([]any)
-		for k, child := range v {
-			if podSpec && unreadPodFields[k] {
-				if out == nil {
-					out = maps.Clone(v)
-				}
-				delete(out, k)
-				continue
-			}
-			var slim any
-			var changed bool
-			if list, ok := child.([]any); ok && slices.Contains(ContainerLists, k) {
-				slim, changed = slimContainerList(list)
-			} else {
-				slim, changed = withoutUnreadContainerFields(child)
-			}
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = maps.Clone(v)
-			}
-			out[k] = slim
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	case []any:
-		var out []any
-		for i, child := range v {
-			slim, changed := withoutUnreadContainerFields(child)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = append([]any(nil), v...)
-			}
-			out[i] = slim
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	}
-	return v, false
-}
-
-// slimContainerList drops unreadContainerFields from each container map.
-func slimContainerList(list []any) (any, bool) {
-	var out []any
-	for i, c := range list {
-		m, ok := c.(map[string]any)
-		if !ok || !hasUnread(m) {
-			continue
-		}
-		if out == nil {
-			out = append([]any(nil), list...)
-		}
-		slim := make(map[string]any, len(m))
-		for k, v := range m {
-			if !unreadContainerFields[k] {
-				slim[k] = v
-			}
-		}
-		out[i] = slim
-	}
-	if out == nil {
-		return list, false
-	}
-	return out, true
-}
-
-func hasUnread(m map[string]any) bool {
-	for k := range m {
-		if unreadContainerFields[k] {
-			return true
-		}
-	}
-	return false
+	return t, nil
 }

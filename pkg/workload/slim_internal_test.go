@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 
@@ -73,38 +74,32 @@ func appendAny(list any, more ...any) []any {
 	return append(l, more...)
 }
 
-var _ = ginkgo.Describe("withoutUnreadContainerFields", func() {
-	ginkgo.DescribeTable("drops only the unread fields of containers, copying what it changes",
-		func(in, want any, wantChanged bool) {
-			before := runtime.DeepCopyJSONValue(in)
-			got, changed := withoutUnreadContainerFields(in)
-			Expect(changed).To(Equal(wantChanged))
+var _ = ginkgo.Describe("a slim conversion", func() {
+	ginkgo.DescribeTable("leaves out only the unread fields of containers and pod specs",
+		func(in map[string]any, want corev1.PodSpec) {
+			before := runtime.DeepCopyJSON(in)
+			var got corev1.PodSpec
+			Expect(converter{slim: true}.convert(in, &got)).To(Succeed())
 			Expect(cmp.Diff(want, got)).To(BeEmpty())
 			Expect(cmp.Diff(before, in)).To(BeEmpty(), "the input was modified")
 		},
 		ginkgo.Entry("a container's environment and command",
-			map[string]any{"containers": []any{map[string]any{"name": "m", "env": []any{}, "command": []any{"x"}, "resources": map[string]any{}}}},
-			map[string]any{"containers": []any{map[string]any{"name": "m", "resources": map[string]any{}}}}, true),
-		ginkgo.Entry("init and ephemeral containers, deep in a template",
-			map[string]any{"template": map[string]any{"spec": map[string]any{
-				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always", "ports": []any{}}},
-				"ephemeralContainers": []any{map[string]any{"name": "e", "tty": true}}}}},
-			map[string]any{"template": map[string]any{"spec": map[string]any{
-				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always"}},
-				"ephemeralContainers": []any{map[string]any{"name": "e"}}}}}, true),
-		ginkgo.Entry("a pod spec's volumes, beside its containers",
-			map[string]any{"containers": []any{map[string]any{"name": "m"}}, "volumes": []any{map[string]any{"name": "v"}}, "nodeSelector": map[string]any{}},
-			map[string]any{"containers": []any{map[string]any{"name": "m"}}, "nodeSelector": map[string]any{}}, true),
-		ginkgo.Entry("the same names outside a container list",
-			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}},
-			map[string]any{"env": []any{}, "command": "x", "volumes": []any{map[string]any{"name": "v", "env": int64(1)}}}, false),
-		ginkgo.Entry("a container list that is not a list of maps",
-			map[string]any{"containers": []any{"env", nil, int64(3)}, "initContainers": "env"},
-			map[string]any{"containers": []any{"env", nil, int64(3)}, "initContainers": "env"}, false),
-		ginkgo.Entry("containers with nothing to drop",
-			map[string]any{"containers": []any{map[string]any{"name": "m", "image": "i", "resources": map[string]any{}}}},
-			map[string]any{"containers": []any{map[string]any{"name": "m", "image": "i", "resources": map[string]any{}}}}, false),
-		ginkgo.Entry("not a map", "spec", "spec", false),
+			map[string]any{"containers": []any{map[string]any{"name": "m", "env": []any{map[string]any{"name": "A"}}, "command": []any{"x"}, "image": "i"}}},
+			corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "i"}}}),
+		ginkgo.Entry("init and ephemeral containers",
+			map[string]any{
+				"initContainers":      []any{map[string]any{"name": "i", "restartPolicy": "Always", "ports": []any{map[string]any{"containerPort": int64(80)}}}},
+				"ephemeralContainers": []any{map[string]any{"name": "e", "tty": true, "targetContainerName": "m"}}},
+			corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "i", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+				EphemeralContainers: []corev1.EphemeralContainer{{
+					EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "e"}, TargetContainerName: "m"}}}),
+		ginkgo.Entry("a pod spec's volumes, beside its node selector",
+			map[string]any{"volumes": []any{map[string]any{"name": "v"}}, "nodeSelector": map[string]any{"pool": "gpu"}},
+			corev1.PodSpec{NodeSelector: map[string]string{"pool": "gpu"}}),
+		ginkgo.Entry("a container's resources, name and restart policy kept",
+			map[string]any{"containers": []any{map[string]any{"name": "m", "resizePolicy": []any{map[string]any{"resourceName": "cpu"}}}}},
+			corev1.PodSpec{Containers: []corev1.Container{{Name: "m", ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: "cpu"}}}}}),
 	)
 
 	ginkgo.It("has a value for every unread field", func() {

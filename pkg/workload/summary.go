@@ -288,6 +288,11 @@ func mulNonNegative(a, b int64) (int64, bool) {
 // object. It goes through JSON, matching field names case-sensitively like the
 // API server, so a wrongly typed field is an error, not a panic.
 func decodeInto(obj *unstructured.Unstructured, into any) error {
+	return decodeWith(converter{}, obj, into)
+}
+
+// decodeWith is decodeInto by a given conversion.
+func decodeWith(c converter, obj *unstructured.Unstructured, into any) error {
 	meta := map[string]any{}
 	if m, ok := obj.Object["metadata"]; ok && m != nil {
 		mm, ok := m.(map[string]any)
@@ -304,7 +309,7 @@ func decodeInto(obj *unstructured.Unstructured, into any) error {
 	if spec, ok := obj.Object["spec"]; ok {
 		slim["spec"] = spec
 	}
-	convert := fromUnstructured
+	convert := c.convert
 	if viaAPIMachinery {
 		convert = runtime.DefaultUnstructuredConverter.FromUnstructured
 	}
@@ -314,8 +319,9 @@ func decodeInto(obj *unstructured.Unstructured, into any) error {
 	return nil
 }
 
-// viaAPIMachinery makes decodeInto use apimachinery's converter: only the
-// specs that prove fromUnstructured equal to it turn it on.
+// viaAPIMachinery makes decodeInto use apimachinery's converter, which
+// converts every field: only the specs that prove fromUnstructured equal to
+// it turn it on, with slimContainers off.
 var viaAPIMachinery = false
 
 // objectName renders "namespace/name" for messages (just "name" when cluster
