@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -231,6 +233,27 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 	}
 	total.elapsed = time.Since(start)
 	return total
+}
+
+// withHarnessGCHeld runs a measured window with the harness's own garbage
+// collector held off, after a collection. The harness holds every stream's
+// requests (some 600 MB), and a mark of that heap takes one of the machine's
+// two cores for 30-50 ms every few seconds (GODEBUG=gctrace=1): inside a
+// window it delays the client's sends, and the in-process floor's answers, by
+// as much, so that an open-loop point's p99 said whether the harness
+// collected during it. A memory limit 2 GiB above the live heap lets the
+// collector run should a window allocate that much.
+func withHarnessGCHeld(f func()) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	limit := debug.SetMemoryLimit(int64(ms.HeapAlloc) + 2<<30)
+	percent := debug.SetGCPercent(-1)
+	defer func() {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	}()
+	f()
 }
 
 // latency is the distribution of a point's latencies.

@@ -167,7 +167,8 @@ func (b *bench) measureClosed(ctx context.Context, pt point) (closedResult, erro
 	var all loopRun
 	var rps []float64
 	for range b.o.reps {
-		r := closedLoop(ctx, newCaller, pt.c, b.o.duration)
+		var r loopRun
+		withHarnessGCHeld(func() { r = closedLoop(ctx, newCaller, pt.c, b.o.duration) })
 		rps = append(rps, float64(r.requests())/r.elapsed.Seconds())
 		all.add(r)
 	}
@@ -225,7 +226,8 @@ func (b *bench) measureOpen(ctx context.Context, op openPoint, rate float64) (op
 		// their connections (TLS handshakes) here.
 		openLoop(ctx, newCaller, rate, b.o.warmup, b.o.openWorkers)
 	}
-	r := openLoop(ctx, newCaller, rate, b.o.duration, b.o.openWorkers)
+	var r openRun
+	withHarnessGCHeld(func() { r = openLoop(ctx, newCaller, rate, b.o.duration, b.o.openWorkers) })
 	if err := ctx.Err(); err != nil {
 		return openResult{}, err
 	}
