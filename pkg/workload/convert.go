@@ -97,7 +97,7 @@ var (
 func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 	switch dv.Type() {
 	case quantityType:
-		s, ok := sv.Interface().(string)
+		s, ok := reflect.TypeAssert[string](sv)
 		if !ok || !plainQuantity(s) {
 			return false, nil
 		}
@@ -107,7 +107,7 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 		}
 		return true, err
 	case resourceListType:
-		m, ok := sv.Interface().(map[string]any)
+		m, ok := reflect.TypeAssert[map[string]any](sv)
 		if !ok {
 			return false, nil
 		}
@@ -122,7 +122,7 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 		dv.Set(reflect.ValueOf(out))
 		return true, nil
 	case stringMapType:
-		m, ok := sv.Interface().(map[string]any)
+		m, ok := reflect.TypeAssert[map[string]any](sv)
 		if !ok {
 			return false, nil
 		}
@@ -146,7 +146,8 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 func plainQuantity(s string) bool {
 	for i := range len(s) {
 		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '.' || c == '+' || c == '-') {
+		digit, letter := '0' <= c && c <= '9', 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !digit && !letter && c != '.' && c != '+' && c != '-' {
 			return false
 		}
 	}
@@ -275,7 +276,7 @@ func (c converter) structValue(sv, dv reflect.Value, info *typeInfo) error {
 		}
 	}
 	unread := c.slim && info.unread != nil
-	if m, ok := sv.Interface().(map[string]any); ok { // what JSON decodes to
+	if m, ok := reflect.TypeAssert[map[string]any](sv); ok { // what JSON decodes to
 		for k, v := range m {
 			if unread && info.unread[k] {
 				continue
@@ -287,10 +288,12 @@ func (c converter) structValue(sv, dv reflect.Value, info *typeInfo) error {
 		return nil
 	}
 	for iter := sv.MapRange(); iter.Next(); {
-		if k := iter.Key(); k.Kind() == reflect.String && !(unread && info.unread[k.String()]) {
-			if err := c.field(info.byName[k.String()], iter.Value(), dv); err != nil {
-				return err
-			}
+		k := iter.Key()
+		if k.Kind() != reflect.String || unread && info.unread[k.String()] {
+			continue
+		}
+		if err := c.field(info.byName[k.String()], iter.Value(), dv); err != nil {
+			return err
 		}
 	}
 	return nil
