@@ -76,6 +76,11 @@ func (c converter) value(sv, dv reflect.Value) error {
 	case reflect.Struct:
 		return c.structValue(sv, dv, info)
 	case reflect.Interface:
+		// apimachinery sets it as it is, and panics on a value the
+		// interface does not hold; this is an error instead.
+		if !sv.Type().AssignableTo(dt) {
+			return fmt.Errorf("cannot convert %s to %s", sv.Type(), dt)
+		}
 		dv.Set(sv)
 		return nil
 	}
@@ -333,11 +338,13 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	if t.Kind() == reflect.Struct && !info.custom {
 		info.byName = map[string][]int{}
 		for i := range t.NumField() {
-			name, inline := jsonName(t.Field(i))
+			f := t.Field(i)
+			name, inline := jsonName(f)
 			switch {
+			case !f.IsExported(), name == "-": // unsettable, or never in JSON
 			case inline:
 				info.inline = append(info.inline, i)
-			case t.Field(i).IsExported():
+			default:
 				info.byName[name] = append(info.byName[name], i)
 			}
 		}
@@ -347,7 +354,10 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 }
 
 // jsonName is a field's JSON name as apimachinery reads its tag: an embedded
-// field without a name is inlined; another field without one goes by its Go name.
+// field without a name is inlined; another field without one goes by its Go
+// name. Unlike apimachinery, typeInfoOf skips unexported fields (which it
+// would panic setting) and fields tagged "-" (which it would read from a
+// key "-"), as JSON decoding does: what the API server and Kueue decode.
 func jsonName(f reflect.StructField) (name string, inline bool) {
 	name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
 	if name == "" {

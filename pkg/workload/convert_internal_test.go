@@ -81,6 +81,20 @@ var _ = ginkgo.Describe("fromUnstructured", func() {
 		ginkgo.Entry("an int-or-string", "livenessProbe", map[string]any{"httpGet": map[string]any{"port": "http"}}),
 	)
 
+	ginkgo.It("fails rather than panics where apimachinery's would, and reads no key \"-\"", func() {
+		type hidden struct{ Secret string }
+		type odd struct {
+			hidden
+			Printer fmt.Stringer `json:"printer"`
+			Skipped string       `json:"-"`
+			Name    string       `json:"name"`
+		}
+		var o odd
+		Expect(fromUnstructured(map[string]any{"printer": "text"}, &o)).To(MatchError(ContainSubstring("cannot convert string")))
+		Expect(fromUnstructured(map[string]any{"-": "x", "Secret": "y", "name": "n"}, &o)).To(Succeed())
+		Expect(o).To(Equal(odd{Name: "n"}))
+	})
+
 	ginkgo.It("converts string maps with nulls and numbers as apimachinery does", func() {
 		for _, labels := range []map[string]any{{"a": "b", "c": nil}, {"a": int64(1)}, {}} {
 			sameConversion(map[string]any{"metadata": map[string]any{"labels": labels}}, func() any { return new(batchv1.Job) })

@@ -285,7 +285,7 @@ func mulNonNegative(a, b int64) (int64, bool) {
 // decodeInto converts the parts of an unstructured object a pod-set builder reads
 // (identity, labels, annotations and spec; never status, which a client may set
 // to anything on CREATE and Kueue does not read from a request) into a typed
-// object. It goes through JSON, matching field names case-sensitively like the
+// object with fromUnstructured, matching field names case-sensitively like the
 // API server, so a wrongly typed field is an error, not a panic.
 func decodeInto(obj *unstructured.Unstructured, into any) error {
 	return decodeWith(converter{}, obj, into)
