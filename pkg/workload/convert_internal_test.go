@@ -49,15 +49,13 @@ var _ = ginkgo.Describe("fromUnstructured", func() {
 	for i, obj := range objects {
 		ginkgo.It(fmt.Sprintf("summarizes a %s as apimachinery's converter does (%d)", obj.GetKind(), i), func(ctx context.Context) {
 			viaAPIMachinery = true
-			wantSummary, wantErr := Summarize(ctx, obj)
-			wantUnit, wantUnitErr := KueueUnit(ctx, obj, Options{})
+			want := outcomeOf(ctx, obj)
 			viaAPIMachinery = false
-			gotSummary, err := Summarize(ctx, obj)
-			sameError(err, wantErr)
-			Expect(reflect.DeepEqual(gotSummary, wantSummary)).To(BeTrue(), "summaries differ")
-			gotUnit, err := KueueUnit(ctx, obj, Options{})
-			sameError(err, wantUnitErr)
-			Expect(reflect.DeepEqual(gotUnit, wantUnit)).To(BeTrue(), "Kueue units differ")
+			got := outcomeOf(ctx, obj)
+			sameError(got.summaryErr, want.summaryErr)
+			Expect(reflect.DeepEqual(got.summary, want.summary)).To(BeTrue(), "summaries differ")
+			sameError(got.unitErr, want.unitErr)
+			Expect(reflect.DeepEqual(got.unit, want.unit)).To(BeTrue(), "Kueue units differ")
 		})
 	}
 

@@ -131,18 +131,29 @@ var _ = ginkgo.Describe("decodedForQuota", func() {
 		ginkgo.It("summarizes a "+obj.GetKind()+" the same without them", func(ctx context.Context) {
 			obj := withUnreadFields(obj)
 			slimContainers = false
-			wantSummary, wantErr := Summarize(ctx, obj)
-			wantUnit, wantUnitErr := KueueUnit(ctx, obj, Options{})
+			want := outcomeOf(ctx, obj)
 			slimContainers = true
-			gotSummary, err := Summarize(ctx, obj)
-			sameError(err, wantErr)
-			Expect(cmp.Diff(wantSummary, gotSummary, quantities)).To(BeEmpty())
-			gotUnit, err := KueueUnit(ctx, obj, Options{})
-			sameError(err, wantUnitErr)
-			Expect(cmp.Diff(wantUnit, gotUnit, quantities, kueueResources, unread, unreadPod, cmpopts.EquateEmpty())).To(BeEmpty())
+			got := outcomeOf(ctx, obj)
+			sameError(got.summaryErr, want.summaryErr)
+			Expect(cmp.Diff(want.summary, got.summary, quantities)).To(BeEmpty())
+			sameError(got.unitErr, want.unitErr)
+			Expect(cmp.Diff(want.unit, got.unit, quantities, kueueResources, unread, unreadPod, cmpopts.EquateEmpty())).To(BeEmpty())
 		})
 	}
 })
+
+// outcome is what the summary gives for an object: its Summary and Kueue unit.
+type outcome struct {
+	summary             *Summary
+	summaryErr, unitErr error
+	unit                *Unit
+}
+
+func outcomeOf(ctx context.Context, obj *unstructured.Unstructured) outcome {
+	s, err := Summarize(ctx, obj)
+	u, unitErr := KueueUnit(ctx, obj, Options{})
+	return outcome{summary: s, summaryErr: err, unit: u, unitErr: unitErr}
+}
 
 func sameError(got, want error) {
 	ginkgo.GinkgoHelper()
