@@ -20,7 +20,9 @@ package kueue_guard.fits_cluster_queue
 
 import data.kueue_guard.lib
 
-cq := input.clusterQueue
+# cq is an alias the compiler replaces by the reference: a rule holding the
+# queue would cost each of its many uses a lookup of the rule's value.
+import input.clusterQueue as cq
 
 cohort := cq.cohort
 
@@ -124,7 +126,7 @@ warn contains msg if {
 	lib.judged
 	is_object(cq)
 	some r, _ in input.workload.totalRequests
-	count(object.get(cq, ["resources", r, "flavors"], [])) == 0 # no quota for r
+	not cq.resources[r].flavors[0] # no quota for r
 	requested(r)
 	msg := sprintf("requests %s, for which ClusterQueue %q has no quota: Kueue cannot admit it", [r, cq.name])
 }
