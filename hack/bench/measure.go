@@ -103,27 +103,11 @@ func describeFindings(f map[string]int) string {
 // measure runs the plan's closed-loop points, then its open-loop points, and
 // reads every server's peak memory.
 func (b *bench) measure(ctx context.Context, p plan) error {
-	for i, pt := range p.closed {
-		r, err := b.measureClosed(ctx, pt)
-		if err != nil {
-			return err
-		}
-		b.results.Closed = append(b.results.Closed, r)
-		fmt.Printf("[%2d/%d] %-36s %-20s C=%-3d %8.0f rps  p50 %-8v p99 %-8v cpu/req %-8v errors %d\n", i+1, len(p.closed),
-			pt.ep.Label, pt.body.Name, pt.c, r.RPS, ms(r.Latency.P50), ms(r.Latency.P99), r.CPUPerRequest.Round(time.Microsecond), r.Errors)
+	if err := b.measureAllClosed(ctx, p.closed); err != nil {
+		return err
 	}
-	for i, op := range p.open {
-		closed := b.results.closed(op.ep.Name, op.body.Name, b.o.matrixConcurrency)
-		if closed == nil || closed.RPS <= 0 {
-			continue
-		}
-		r, err := b.measureOpen(ctx, op, op.fraction*closed.RPS)
-		if err != nil {
-			return err
-		}
-		b.results.Open = append(b.results.Open, r)
-		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", i+1, len(p.open),
-			op.ep.Label, op.body.Name, 100*op.fraction, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+	if err := b.measureAllOpen(ctx, p.open); err != nil {
+		return err
 	}
 	for _, s := range b.servers {
 		m, err := readMemory(s.proc.pid())
@@ -132,6 +116,51 @@ func (b *bench) measure(ctx context.Context, p plan) error {
 		}
 		s.Peak = m
 		b.results.Memory = append(b.results.Memory, serverMemory{Name: s.Name, Idle: s.Idle, Peak: s.Peak})
+	}
+	return nil
+}
+
+// measureAllClosed measures the closed-loop points in measurementOrder and
+// keeps their results in the plan's order.
+func (b *bench) measureAllClosed(ctx context.Context, points []point) error {
+	measured := make([]closedResult, len(points))
+	for n, i := range measurementOrder(points) {
+		pt := points[i]
+		r, err := b.measureClosed(ctx, pt)
+		if err != nil {
+			return err
+		}
+		measured[i] = r
+		fmt.Printf("[%2d/%d] %-36s %-20s C=%-3d %8.0f rps  p50 %-8v p99 %-8v cpu/req %-8v errors %d\n", n+1, len(points),
+			pt.ep.Label, pt.body.Name, pt.c, r.RPS, ms(r.Latency.P50), ms(r.Latency.P99), r.CPUPerRequest.Round(time.Microsecond), r.Errors)
+	}
+	b.results.Closed = measured
+	return nil
+}
+
+// measureAllOpen measures the open-loop points in openMeasurementOrder, each at
+// its share of the rate its target reached in the closed loop, and keeps their
+// results in the plan's order (a target without that rate has none).
+func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
+	measured := make([]*openResult, len(points))
+	for n, i := range openMeasurementOrder(points) {
+		op := points[i]
+		closed := b.results.closed(op.ep.Name, op.body.Name, b.o.matrixConcurrency)
+		if closed == nil || closed.RPS <= 0 {
+			continue
+		}
+		r, err := b.measureOpen(ctx, op, op.fraction*closed.RPS)
+		if err != nil {
+			return err
+		}
+		measured[i] = &r
+		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", n+1, len(points),
+			op.ep.Label, op.body.Name, 100*op.fraction, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+	}
+	for _, r := range measured {
+		if r != nil {
+			b.results.Open = append(b.results.Open, *r)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/google/go-cmp/cmp"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,5 +48,49 @@ var _ = Describe("a stream's passes", func() {
 		buf := passVariant(nil, review, marks, 7)
 		_ = passVariant(buf, review, marks, 8)
 		Expect(string(review)).To(Equal(before))
+	})
+})
+
+var _ = Describe("the measurement order", func() {
+	It("measures each floor point, then the points compared with it, in the plan's order, closed and open loop", func() {
+		eps := map[string]*endpoint{}
+		for _, n := range []string{epFloor, epMutate, epValidate, epOPA} {
+			eps[n] = &endpoint{Name: n}
+		}
+		job := &body{Name: "Job CREATE", Kind: "Job", Op: "CREATE"}
+		queued := &body{Name: "Job CREATE +queue", Kind: "Job", Op: "CREATE", Queued: true}
+		update := &body{Name: "Job UPDATE", Kind: "Job", Op: "UPDATE"}
+		stream := &body{Name: "Job CREATE stream", Kind: "Job", Op: "CREATE", Queued: true, Stream: &stream{}}
+		p := makePlan(&options{matrixConcurrency: 8, concurrency: []int{1, 8}, openFractions: []float64{0.25, 0.5, 0.75}},
+			[]*endpoint{eps[epFloor], eps[epMutate], eps[epValidate], eps[epOPA]}, []*body{job, queued, update, stream})
+		var got []string
+		for _, i := range measurementOrder(p.closed) {
+			pt := p.closed[i]
+			got = append(got, fmt.Sprintf("%d %s %s", pt.c, pt.ep.Name, pt.body.Name))
+		}
+		want := []string{
+			"8 floor Job CREATE", "8 mutate Job CREATE", "8 mutate Job CREATE +queue",
+			"8 validate Job CREATE", "8 validate Job CREATE +queue", "8 opa Job CREATE +queue",
+			"8 floor Job UPDATE", "8 mutate Job UPDATE", "8 validate Job UPDATE",
+			"8 floor Job CREATE stream", "8 validate Job CREATE stream", "8 opa Job CREATE stream",
+			"1 floor Job CREATE", "1 mutate Job CREATE", "1 mutate Job CREATE +queue",
+			"1 validate Job CREATE +queue", "1 opa Job CREATE +queue",
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			Fail(d)
+		}
+		got = nil
+		for _, i := range openMeasurementOrder(p.open) {
+			op := p.open[i]
+			got = append(got, fmt.Sprintf("%.2f %s %s", op.fraction, op.ep.Name, op.body.Name))
+		}
+		want = nil
+		for _, f := range []string{"0.25", "0.50", "0.75"} {
+			want = append(want, f+" floor Job CREATE", f+" mutate Job CREATE", f+" mutate Job CREATE +queue",
+				f+" validate Job CREATE +queue", f+" opa Job CREATE +queue")
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			Fail(d)
+		}
 	})
 })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -74,6 +75,41 @@ func makePlan(o *options, eps []*endpoint, bodies []*body) plan {
 		}
 	}
 	return p
+}
+
+// measurementOrder is the order of the plan's closed-loop points as they are
+// measured: each floor point, then at once every point compared with it (same
+// kind, operation and concurrency), the groups in the plan's order. The machine
+// is shared, and what else runs on it drifts over minutes: a ratio to a floor
+// measured a quarter of an hour earlier carried that drift. The report keeps
+// the plan's order.
+func measurementOrder(points []point) []int {
+	return groupedOrder(points, func(pt point) string { return strconv.Itoa(pt.c) + "/" + pt.body.floorName() })
+}
+
+// openMeasurementOrder is measurementOrder for the open-loop points: each
+// share of capacity in turn, the floor's point first.
+func openMeasurementOrder(points []openPoint) []int {
+	return groupedOrder(points, func(op openPoint) string {
+		return strconv.FormatFloat(op.fraction, 'g', -1, 64) + "/" + op.body.floorName()
+	})
+}
+
+// groupedOrder is the order of points with each group's in a row, groups and
+// the points of each in their order in points.
+func groupedOrder[P any](points []P, group func(P) string) []int {
+	first := map[string]int{}
+	order := make([]int, len(points))
+	for i, pt := range points {
+		order[i] = i
+		if _, ok := first[group(pt)]; !ok {
+			first[group(pt)] = i
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(first[group(points[a])], first[group(points[b])])
+	})
+	return order
 }
 
 // takes reports whether an endpoint is measured with a body: the floor reads no
