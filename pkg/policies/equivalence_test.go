@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
@@ -118,6 +119,63 @@ var _ = Describe("The decision cache", func() {
 		Expect(hits(e)).To(BeZero())
 		Expect(policyFindings(validateWith(step, req, roomy))).To(Equal(first))
 		Expect(hits(e)).To(Equal(1.0))
+	})
+
+	DescribeTable("reuses the answer when only what no policy reads of the cluster changes: the queue's workload counts",
+		func(ctx SpecContext, versioned bool) {
+			e := loadedEngine(shippedDir)
+			full := loadedEngine(shippedDir, noDecisionCache)
+			step := policies.NewStep(e)
+			req := createRequest(gpuJob("j", 4, "1"))
+			// The cluster with the ClusterQueue's workload counts; versioned
+			// objects are what the server's informers hold (their input
+			// fragments are cached), the others a review's.
+			withCounts := func(pending int32, version string) *cluster.Snapshot {
+				objs := gpuClusterObjects("6")
+				for _, o := range objs {
+					if cq, ok := o.(*kueue.ClusterQueue); ok && cq.Name == "cq" {
+						cq.Status.PendingWorkloads, cq.Status.AdmittedWorkloads = pending, pending/2
+					}
+					if versioned {
+						o.SetUID(types.UID(o.GetName()))
+						o.SetResourceVersion(version)
+					}
+				}
+				return snapshot(objs...)
+			}
+			first := policyFindings(validateWith(step, req, withCounts(0, "1")))
+			Expect(first).NotTo(BeEmpty(), "the Job needs more GPUs than are free: a warning")
+			busier := withCounts(7, "2")
+			Expect(policyFindings(validateWith(step, req, busier))).To(Equal(first))
+			Expect(hits(e)).To(Equal(1.0))
+			Expect(reference(ctx, full, req, busier)).To(Equal(first))
+		},
+		Entry("objects from the informers", true),
+		Entry("objects without a version", false),
+	)
+
+	It("gives a new answer when a policy reads the queue's counts by a key it computes", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{"p.rego": policy("busy", "deny", `key := concat("", ["pending", "Workloads"])
+deny contains "the queue is busy" if input.clusterQueue[key] > 5`)})
+		e := loadedEngine(dir)
+		step := policies.NewStep(e)
+		req := createRequest(gpuJob("j", 4, "1"))
+		for i, pending := range []int32{0, 7, 0} {
+			objs := gpuClusterObjects("6")
+			for _, o := range objs {
+				if cq, ok := o.(*kueue.ClusterQueue); ok && cq.Name == "cq" {
+					cq.Status.PendingWorkloads = pending
+				}
+				o.SetUID(types.UID(o.GetName()))
+				o.SetResourceVersion(fmt.Sprint(pending))
+			}
+			view := snapshot(objs...)
+			got := policyFindings(validateWith(step, req, view))
+			Expect(got).To(Equal(reference(ctx, loadedEngine(dir, noDecisionCache), req, view)), "request %d", i)
+			Expect(got).To(HaveLen(int(pending/7)), "request %d", i)
+		}
+		Expect(hits(e)).To(Equal(1.0), "the third request is the first's")
 	})
 
 	It("is not used by a set that reads the time (a built-in the admin must allow)", func() {

@@ -23,8 +23,11 @@ const maxFragments = 4096
 // a request builds only its own parts. A ClusterQueue's term also depends on its
 // capacity, which changes with its cohort tree: it is rebuilt when the capacity
 // the view computes differs. Objects without a resourceVersion (a review's
-// manifests, tests' snapshots) are never cached. Terms are immutable once
-// built, and OPA only reads its input, so evaluations share them.
+// manifests, tests' snapshots) are never cached. Each term is projected to
+// what the serving set reads of it (paths), and kept for those paths: a
+// decision is then reused across changes no policy reads (a ClusterQueue's
+// workload counts change with every workload it admits). Terms are immutable
+// once built, and OPA only reads its input, so evaluations share them.
 type fragments struct {
 	namespaces, localQueues, clusterQueues fragmentCache
 }
@@ -37,20 +40,22 @@ type fragmentCache struct {
 type fragment struct {
 	uid, resourceVersion string
 	caps                 []cluster.Capacity
+	paths                *InputPaths
 	term                 *ast.Term
 }
 
-func (c *fragmentCache) get(key, uid, rv string, caps []cluster.Capacity, build func() *ast.Term) *ast.Term {
+// get is the term build makes, projected to paths (nil: whole).
+func (c *fragmentCache) get(key, uid, rv string, caps []cluster.Capacity, paths *InputPaths, build func() *ast.Term) *ast.Term {
 	if c == nil || rv == "" {
-		return build()
+		return projectTerm(build(), paths)
 	}
 	if v, ok := c.m.Load(key); ok {
 		f := v.(*fragment)
-		if f.uid == uid && f.resourceVersion == rv && slices.EqualFunc(f.caps, caps, sameCapacity) {
+		if f.uid == uid && f.resourceVersion == rv && f.paths == paths && slices.EqualFunc(f.caps, caps, sameCapacity) {
 			return f.term
 		}
 	}
-	f := &fragment{uid: uid, resourceVersion: rv, caps: caps, term: build()}
+	f := &fragment{uid: uid, resourceVersion: rv, caps: caps, paths: paths, term: projectTerm(build(), paths)}
 	if _, loaded := c.m.Swap(key, f); !loaded && c.size.Add(1) > maxFragments {
 		c.m.Clear()
 		c.size.Store(0)
@@ -62,27 +67,36 @@ func sameCapacity(a, b cluster.Capacity) bool {
 	return a.Flavor == b.Flavor && a.Resource == b.Resource && a.Max.Cmp(b.Max) == 0
 }
 
-func (f *fragments) namespace(name string, ns *corev1.Namespace) *ast.Term {
-	build := func() *ast.Term { return namespaceTerm(name, ns) }
-	if f == nil || ns == nil {
-		return build()
+// Without fragments (nil) each part is built and projected per request, as it
+// is for an object without a version (fragmentCache.get).
+
+func (f *fragments) namespace(name string, ns *corev1.Namespace, paths *InputPaths) *ast.Term {
+	var c *fragmentCache
+	var uid, rv string
+	if f != nil {
+		c = &f.namespaces
 	}
-	return f.namespaces.get(name, string(ns.UID), ns.ResourceVersion, nil, build)
+	if ns != nil {
+		uid, rv = string(ns.UID), ns.ResourceVersion
+	}
+	return c.get(name, uid, rv, nil, paths, func() *ast.Term { return namespaceTerm(name, ns) })
 }
 
-func (f *fragments) localQueue(lq *kueue.LocalQueue) *ast.Term {
+func (f *fragments) localQueue(lq *kueue.LocalQueue, paths *InputPaths) *ast.Term {
+	var c *fragmentCache
+	if f != nil {
+		c = &f.localQueues
+	}
 	build := func() *ast.Term { return localQueueTerm(lq) }
-	if f == nil {
-		return build()
-	}
-	return f.localQueues.get(lq.Namespace+"/"+lq.Name, string(lq.UID), lq.ResourceVersion, nil, build)
+	return c.get(lq.Namespace+"/"+lq.Name, string(lq.UID), lq.ResourceVersion, nil, paths, build)
 }
 
-func (f *fragments) clusterQueue(cq *kueue.ClusterQueue, view cluster.View) *ast.Term {
+func (f *fragments) clusterQueue(cq *kueue.ClusterQueue, view cluster.View, paths *InputPaths) *ast.Term {
+	var c *fragmentCache
+	if f != nil {
+		c = &f.clusterQueues
+	}
 	caps, _ := view.ClusterQueueCapacity(cq.Name)
 	build := func() *ast.Term { return clusterQueueTerm(cq, caps) }
-	if f == nil {
-		return build()
-	}
-	return f.clusterQueues.get(cq.Name, string(cq.UID), cq.ResourceVersion, caps, build)
+	return c.get(cq.Name, string(cq.UID), cq.ResourceVersion, caps, paths, build)
 }

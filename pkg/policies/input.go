@@ -183,12 +183,10 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 		}
 		return summaryTerm(f.old, false, req.OldObject, p)
 	})
-	// The cluster's parts are cached whole: projecting them would cost a copy
-	// per request, and what a policy does not read of them cannot change its
-	// answer.
-	in.add("namespace", func(*InputPaths) *ast.Term { return frags.namespace(ns.name, ns.obj) })
+	// The cluster's parts are projected once per object version (fragments).
+	in.add("namespace", func(p *InputPaths) *ast.Term { return frags.namespace(ns.name, ns.obj, p) })
 	if paths.reads("localQueue") || paths.reads("clusterQueue") {
-		lqTerm, cqTerm := queueTerms(view, ns.name, f.sum.QueueName, frags)
+		lqTerm, cqTerm := queueTerms(view, ns.name, f.sum.QueueName, frags, paths)
 		in.add("localQueue", func(*InputPaths) *ast.Term { return lqTerm })
 		in.add("clusterQueue", func(*InputPaths) *ast.Term { return cqTerm })
 	}
@@ -219,16 +217,17 @@ func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
 
 func (f *fields) term() *ast.Term { return ast.NewTerm(f.object()) }
 
-// queueTerms are the LocalQueue the workload names and its ClusterQueue, or null.
-func queueTerms(view cluster.View, namespace, queue string, frags *fragments) (lq, cq *ast.Term) {
+// queueTerms are the LocalQueue the workload names and its ClusterQueue, or
+// null, projected to what paths (the input's) reads of them.
+func queueTerms(view cluster.View, namespace, queue string, frags *fragments, paths *InputPaths) (lq, cq *ast.Term) {
 	lq, cq = nullTerm, nullTerm
 	if queue == "" {
 		return lq, cq
 	}
 	if l, ok := view.LocalQueue(namespace, queue); ok {
-		lq = frags.localQueue(l)
+		lq = frags.localQueue(l, paths.child("localQueue"))
 		if c, ok := view.ClusterQueue(string(l.Spec.ClusterQueue)); ok {
-			cq = frags.clusterQueue(c, view)
+			cq = frags.clusterQueue(c, view, paths.child("clusterQueue"))
 		}
 	}
 	return lq, cq

@@ -145,6 +145,13 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 			Expect(read).NotTo(ContainElement(p))
 		}
 		Expect(read).To(ContainElement("workload.podSpecs.*.containers.*.resources.requests.*"))
+		// The ClusterQueue's capacity, by resource, not its workload counts,
+		// which change with every workload the queue admits.
+		for _, p := range []string{"clusterQueue", "clusterQueue.pendingWorkloads", "clusterQueue.admittedWorkloads",
+			"clusterQueue.reservingWorkloads"} {
+			Expect(read).NotTo(ContainElement(p))
+		}
+		Expect(read).To(ContainElements("clusterQueue.resources.*.free", "clusterQueue.name"))
 		Expect(set.decisions).NotTo(BeNil())
 	})
 
