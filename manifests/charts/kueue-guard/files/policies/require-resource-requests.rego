@@ -66,7 +66,7 @@ too_small(q, r) if {
 }
 
 deny contains {"msg": msg, "field": field_of(i, list, j)} if {
-	lib.judged
+	lib.judged == true
 	some i, pod in input.workload.podSpecs
 	is_array(pod.containers)
 	some list in ["containers", "initContainers"]
@@ -80,7 +80,7 @@ deny contains {"msg": msg, "field": field_of(i, list, j)} if {
 }
 
 deny contains {"msg": msg, "field": sprintf("%s.%s", [field_of(i, list, j), r])} if {
-	lib.judged
+	lib.judged == true
 	some i, pod in input.workload.podSpecs
 	is_array(pod.containers)
 	some list in ["containers", "initContainers"]
