@@ -48,6 +48,18 @@ func BenchmarkHandler(b *testing.B) {
 	// The same as the API server sends it, managedFields and all.
 	stored := fixtures.Object{Unstructured: training.DeepCopy()}.AsStored().Obj()
 	unlabeledStored := fixtures.TrainingJobSet("ml", "train").AsStored().Obj()
+	// A Job as the distinct-workload streams of make bench send it: a
+	// sidecar, an environment, as the API server stores it.
+	containers := []string{"spec", "template", "spec", "containers"}
+	streamJob := fixtures.Object{Unstructured: queued.DeepCopy()}.
+		FirstContainer(func(c map[string]any) { c["env"] = fixtures.EnvVars("main", 20) }, containers...).
+		Containers(func(l []any) []any {
+			sidecar := map[string]any{"name": "sidecar", "image": "registry.example/sidecar:1",
+				"env": fixtures.EnvVars("sidecar", 3), "resources": map[string]any{
+					"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+					"limits":   map[string]any{"cpu": "100m", "memory": "128Mi"}}}
+			return append(l, sidecar)
+		}, containers...).AsStored().Obj()
 	cases := []struct {
 		name    string
 		webhook http.Handler
@@ -60,6 +72,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"mutate/JobSet/CREATE/training-stored", mutate, admissionv1.Create, unlabeledStored},
 		{"validate/Job/CREATE/labeled", validate, admissionv1.Create, queued},
 		{"validate/Job/UPDATE/labeled", validate, admissionv1.Update, queued},
+		{"validate/Job/CREATE/stream-stored", validate, admissionv1.Create, streamJob},
 		{"validate/JobSet/CREATE/labeled", validate, admissionv1.Create, jobSet},
 		{"validate/JobSet/CREATE/training", validate, admissionv1.Create, training},
 		{"validate/JobSet/UPDATE/training", validate, admissionv1.Update, training},
