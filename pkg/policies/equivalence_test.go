@@ -127,25 +127,15 @@ var _ = Describe("The decision cache", func() {
 			full := loadedEngine(shippedDir, noDecisionCache)
 			step := policies.NewStep(e)
 			req := createRequest(gpuJob("j", 4, "1"))
-			// The cluster with the ClusterQueue's workload counts; versioned
-			// objects are what the server's informers hold (their input
-			// fragments are cached), the others a review's.
-			withCounts := func(pending int32, version string) *cluster.Snapshot {
-				objs := gpuClusterObjects("6")
-				for _, o := range objs {
-					if cq, ok := o.(*kueue.ClusterQueue); ok && cq.Name == "cq" {
-						cq.Status.PendingWorkloads, cq.Status.AdmittedWorkloads = pending, pending/2
-					}
-					if versioned {
-						o.SetUID(types.UID(o.GetName()))
-						o.SetResourceVersion(version)
-					}
+			version := func(v string) string {
+				if versioned {
+					return v
 				}
-				return snapshot(objs...)
+				return ""
 			}
-			first := policyFindings(validateWith(step, req, withCounts(0, "1")))
+			first := policyFindings(validateWith(step, req, clusterWithCounts(0, version("1"))))
 			Expect(first).NotTo(BeEmpty(), "the Job needs more GPUs than are free: a warning")
-			busier := withCounts(7, "2")
+			busier := clusterWithCounts(7, version("2"))
 			Expect(policyFindings(validateWith(step, req, busier))).To(Equal(first))
 			Expect(hits(e)).To(Equal(1.0))
 			Expect(reference(ctx, full, req, busier)).To(Equal(first))
@@ -162,20 +152,33 @@ deny contains "the queue is busy" if input.clusterQueue[key] > 5`)})
 		step := policies.NewStep(e)
 		req := createRequest(gpuJob("j", 4, "1"))
 		for i, pending := range []int32{0, 7, 0} {
-			objs := gpuClusterObjects("6")
-			for _, o := range objs {
-				if cq, ok := o.(*kueue.ClusterQueue); ok && cq.Name == "cq" {
-					cq.Status.PendingWorkloads = pending
-				}
-				o.SetUID(types.UID(o.GetName()))
-				o.SetResourceVersion(fmt.Sprint(pending))
-			}
-			view := snapshot(objs...)
+			view := clusterWithCounts(pending, fmt.Sprint(pending))
 			got := policyFindings(validateWith(step, req, view))
 			Expect(got).To(Equal(reference(ctx, loadedEngine(dir, noDecisionCache), req, view)), "request %d", i)
 			Expect(got).To(HaveLen(int(pending/7)), "request %d", i)
 		}
 		Expect(hits(e)).To(Equal(1.0), "the third request is the first's")
+	})
+
+	// The cluster's parts are cached per object version for the step, which
+	// outlives a policy reload: a set that reads more of an unchanged
+	// ClusterQueue must not get the part cut for the set before it.
+	It("gives a new set the parts of an unchanged queue it reads, not those cut for the set before", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		writeFiles(dir, map[string]string{"p.rego": policy("named", "deny",
+			`deny contains "no queue name" if not input.clusterQueue.name`)})
+		e := loadedEngine(dir)
+		step := policies.NewStep(e)
+		req := createRequest(gpuJob("j", 4, "1"))
+		view := clusterWithCounts(7, "1")
+		Expect(policyFindings(validateWith(step, req, view))).To(BeEmpty())
+
+		writeFiles(dir, map[string]string{"p.rego": policy("busy", "deny",
+			`deny contains "the queue is busy" if input.clusterQueue.pendingWorkloads > 5`)})
+		Expect(e.Load()).To(Succeed())
+		got := policyFindings(validateWith(step, req, view))
+		Expect(got).To(Equal([]string{"busy: the queue is busy"}))
+		Expect(got).To(Equal(reference(ctx, loadedEngine(dir, noDecisionCache), req, view)))
 	})
 
 	It("is not used by a set that reads the time (a built-in the admin must allow)", func() {
@@ -207,6 +210,24 @@ func reference(ctx context.Context, e *policies.Engine, req *admission.Request, 
 	}
 	slices.Sort(out)
 	return out
+}
+
+// clusterWithCounts is the GPU cluster with ClusterQueue cq's pending (and
+// half as many admitted) workloads. Objects with a version are what the
+// server's informers hold, and their input parts are cached; without one
+// (version ""), a review's.
+func clusterWithCounts(pending int32, version string) *cluster.Snapshot {
+	objs := gpuClusterObjects("6")
+	for _, o := range objs {
+		if cq, ok := o.(*kueue.ClusterQueue); ok && cq.Name == "cq" {
+			cq.Status.PendingWorkloads, cq.Status.AdmittedWorkloads = pending, pending/2
+		}
+		if version != "" {
+			o.SetUID(types.UID(o.GetName()))
+			o.SetResourceVersion(version)
+		}
+	}
+	return snapshot(objs...)
 }
 
 func policyFindings(d *admission.Decision) []string {
