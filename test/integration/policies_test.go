@@ -223,6 +223,41 @@ var _ = Describe("quota policies as code", Ordered, func() {
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
+	// The server caches the input's ClusterQueue part per object version, cut
+	// to what the loaded policies read: an admin's new policy that reads more
+	// of the same, unchanged queue must be given it.
+	It("judges by a new policy what it reads of a ClusterQueue unchanged since the policies before it read it", func() {
+		cq := &kueue.ClusterQueue{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "cq"}, cq)).To(Succeed())
+		before := cq.Status.DeepCopy()
+		DeferCleanup(func() {
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "cq"}, cq)).To(Succeed())
+			cq.Status = *before
+			Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
+		})
+		cq.Status.PendingWorkloads = 7
+		cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: "default-flavor", Resources: []kueue.ResourceUsage{
+			{Name: "nvidia.com/gpu", Total: resource.MustParse("2")}}}}
+		Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
+		// The shipped policies judge a Job by this version of the queue (its
+		// free GPUs), reading none of its workload counts.
+		Eventually(func(g Gomega) {
+			c, warnings := clientWithWarnings()
+			g.Expect(c.Create(ctx, gpuJob(ns, "busy", 4, 2).Obj(), client.DryRunAll)).To(Succeed())
+			g.Expect(warnings.All()).To(ContainSubstring(`ClusterQueue "cq" has 6 free now`))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		busy := filepath.Join(policyDir, "busy.rego")
+		Expect(os.WriteFile(busy, []byte(`package team.busy
+
+deny contains "the queue is busy" if input.clusterQueue.pendingWorkloads > 5
+`), 0o644)).To(Succeed())
+		DeferCleanup(func() { Expect(os.Remove(busy)).To(Succeed()) })
+		Eventually(func() error {
+			return clientAs("alice").Create(ctx, gpuJob(ns, "busy", 4, 2).Obj(), client.DryRunAll)
+		}).WithTimeout(15 * time.Second).Should(MatchError(ContainSubstring("[team.busy] the queue is busy")))
+	})
+
 	// A policy scoped by custom.match applies where the admin's namespace
 	// labels say, whatever the tenant writes in the object; relabelling a
 	// namespace takes effect on the next request, without a restart.
