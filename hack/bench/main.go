@@ -48,11 +48,14 @@ type options struct {
 	matrixConcurrency                     int
 	openFractions                         []float64
 	openWorkers                           int
-	goBench, benchTime                    string
-	scale                                 bool
-	scaleCounts                           scaleCounts
-	timeout                               time.Duration
-	short                                 bool
+	// openCapacity is the closed loop that measures a target's capacity just
+	// before each of its open-loop points (0: the matrix point's rate).
+	openCapacity       time.Duration
+	goBench, benchTime string
+	scale              bool
+	scaleCounts        scaleCounts
+	timeout            time.Duration
+	short              bool
 	// soak, when set, runs the soak (soak.go) for that long instead.
 	soak time.Duration
 	// guardArgs are more arguments of kueue-guard serve.
@@ -72,12 +75,13 @@ type options struct {
 // point measured once, briefly, no scale figure, package benchmarks run a few
 // times each. It checks that everything works, not how fast.
 var shortPreset = map[string]string{
-	"duration":  "300ms",
-	"warmup":    "100ms",
-	"reps":      "1",
-	"scale":     "false",
-	"benchtime": "20x",
-	"timeout":   "10m",
+	"duration":      "300ms",
+	"open-capacity": "300ms",
+	"warmup":        "100ms",
+	"reps":          "1",
+	"scale":         "false",
+	"benchtime":     "20x",
+	"timeout":       "10m",
 	// A few hundred workloads, audited twice: the figure's code runs, its
 	// figures are not what the full run measures.
 	"audit-workloads": "260",
@@ -125,6 +129,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.matrixConcurrency, "matrix-concurrency", 8, "Concurrency at which every endpoint is measured with every body")
 	fs.Func("open-fractions", "Comma-separated open-loop rates, as fractions of each target's closed-loop rate at --matrix-concurrency (default 0.25,0.5,0.75)", floatList(&o.openFractions))
 	fs.IntVar(&o.openWorkers, "open-workers", 64, "Most requests in flight in the open loop")
+	fs.DurationVar(&o.openCapacity, "open-capacity", 2*time.Second,
+		"Closed loop at --matrix-concurrency, just before each open-loop point, whose rate the point's fraction is of (0: the closed-loop point's rate)")
 	fs.StringVar(&o.goBench, "go-bench", "BenchmarkHandler|BenchmarkWorkload|BenchmarkEvaluateShipped|BenchmarkShippedPolicy|BenchmarkEvaluateNPolicies",
 		"Package benchmarks to run (go test -bench; empty: none)")
 	fs.StringVar(&o.benchTime, "benchtime", "1s", "go test -benchtime of the package benchmarks")
@@ -189,8 +195,8 @@ func describePreset() string {
 
 func (o *options) validate() error {
 	switch {
-	case o.duration <= 0 || o.warmup < 0:
-		return errors.New("--duration must be positive and --warmup not negative")
+	case o.duration <= 0 || o.warmup < 0 || o.openCapacity < 0:
+		return errors.New("--duration must be positive, --warmup and --open-capacity not negative")
 	case o.reps < 1:
 		return errors.New("--reps must be at least 1")
 	case o.matrixConcurrency < 1 || o.openWorkers < 1:

@@ -139,8 +139,8 @@ func (b *bench) measureAllClosed(ctx context.Context, points []point) error {
 }
 
 // measureAllOpen measures the open-loop points in openMeasurementOrder, each at
-// its share of the rate its target reached in the closed loop, and keeps their
-// results in the plan's order (a target without that rate has none).
+// its share of its target's capacity, and keeps their results in the plan's
+// order (a target without a closed-loop rate has none).
 func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
 	measured := make([]*openResult, len(points))
 	for n, i := range openMeasurementOrder(points) {
@@ -149,13 +149,18 @@ func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
 		if closed == nil || closed.RPS <= 0 {
 			continue
 		}
-		r, err := b.measureOpen(ctx, op, op.fraction*closed.RPS)
+		capacity, err := b.capacity(ctx, op, closed.RPS)
 		if err != nil {
 			return err
 		}
+		r, err := b.measureOpen(ctx, op, op.fraction*capacity)
+		if err != nil {
+			return err
+		}
+		r.Capacity = capacity
 		measured[i] = &r
-		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", n+1, len(points),
-			op.ep.Label, op.body.Name, 100*op.fraction, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% of %6.0f/s = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", n+1, len(points),
+			op.ep.Label, op.body.Name, 100*op.fraction, capacity, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
 	}
 	for _, r := range measured {
 		if r != nil {
@@ -163,6 +168,33 @@ func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
 		}
 	}
 	return nil
+}
+
+// capacity is the rate op's target answers its body (errors aside) at the matrix concurrency
+// now, in a closed loop of --open-capacity (without one, matrixRPS, the
+// closed-loop point's). An open-loop point minutes after the closed loop would
+// otherwise be a share of what the shared machine gave then: a drop in between
+// queues requests that no stall of the server delayed.
+func (b *bench) capacity(ctx context.Context, op openPoint, matrixRPS float64) (float64, error) {
+	if b.o.openCapacity <= 0 {
+		return matrixRPS, nil
+	}
+	c := b.o.matrixConcurrency
+	newCaller, done := callers(op.ep, op.body, c)
+	defer done()
+	if b.o.warmup > 0 {
+		closedLoop(ctx, newCaller, c, b.o.warmup)
+	}
+	var r loopRun
+	withHarnessGCHeld(func() { r = closedLoop(ctx, newCaller, c, b.o.openCapacity) })
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	answered := r.requests() - r.errors
+	if answered <= 0 || r.elapsed <= 0 {
+		return 0, fmt.Errorf("%s answered no %s in %v before its open-loop point: %v", op.ep.Label, op.body.Name, b.o.openCapacity, r.firstError)
+	}
+	return float64(answered) / r.elapsed.Seconds(), nil
 }
 
 // callers makes one caller per worker for a point, all on one client; for a

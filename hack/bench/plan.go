@@ -166,7 +166,7 @@ const (
 // figure.
 func (p plan) estimate(o *options) time.Duration {
 	closed := time.Duration(len(p.closed)) * (o.warmup + time.Duration(o.reps)*o.duration)
-	open := time.Duration(len(p.open)) * (o.warmup + o.duration + 100*time.Millisecond)
+	open := time.Duration(len(p.open)) * (2*o.warmup + o.openCapacity + o.duration + 100*time.Millisecond)
 	d := closed + open + startupEstimate + time.Duration(o.streamSize)*streamRequestEstimate
 	if o.goBench != "" {
 		d += o.goBenchEstimate()

@@ -23,6 +23,7 @@ type reportData struct {
 	Reps, MatrixConcurrency         int
 	Concurrency                     []int
 	OpenWorkers                     int
+	OpenCapacity                    time.Duration
 	BenchTime                       string
 	Machine                         machine
 	Elapsed                         time.Duration
@@ -54,7 +55,7 @@ func (b *bench) report() error {
 	d := reportData{
 		Command:  strings.Join(append([]string{"go run ./hack/bench"}, os.Args[1:]...), " "),
 		Duration: b.o.duration, Warmup: b.o.warmup, Reps: b.o.reps, MatrixConcurrency: b.o.matrixConcurrency,
-		Concurrency: b.o.concurrency, OpenWorkers: b.o.openWorkers, BenchTime: b.o.benchTime,
+		Concurrency: b.o.concurrency, OpenWorkers: b.o.openWorkers, OpenCapacity: b.o.openCapacity, BenchTime: b.o.benchTime,
 		Machine: r.Machine, Elapsed: r.Elapsed.Round(time.Second),
 		Bodies: bodiesTable(r).String(),
 		Matrix: closedTable(r, func(x *closedResult) bool { return x.c == b.o.matrixConcurrency && x.body.Stream == nil }, false).String(),
@@ -215,14 +216,14 @@ func rpsCell(x *closedResult) string {
 }
 
 func openTable(r *results) *table {
-	t := newTable("target", "body", "load>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "errors>")
+	t := newTable("target", "body", "load>", "capacity/s>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "errors>")
 	for i := range r.Open {
 		x := &r.Open[i]
 		p99Ratio := "–"
 		if f := r.floorOpen(x); f != nil && x.ep.Name != epFloor {
 			p99Ratio = ratio(float64(x.Latency.P99), float64(f.Latency.P99))
 		}
-		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Rate),
+		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Capacity), fmt.Sprintf("%.0f", x.Rate),
 			fmt.Sprintf("%.0f", x.Achieved), msf(x.Latency.P50), msf(x.Latency.P99), p99Ratio, msf(x.Latency.Max),
 			strconv.Itoa(x.Queued), errorsCell(x.Errors, x.FirstError))
 	}

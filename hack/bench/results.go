@@ -106,9 +106,11 @@ func (d decisions) reusedCell() string {
 // openResult is one open-loop point's figures.
 type openResult struct {
 	openPoint
-	// Rate is the rate asked; Achieved what was sent and answered.
-	Rate, Achieved float64
-	Latency        latency
+	// Capacity is the target's closed-loop rate just before the point, Rate
+	// the rate asked (its fraction of Capacity), Achieved what was sent and
+	// answered.
+	Capacity, Rate, Achieved float64
+	Latency                  latency
 	// Queued requests were sent after their scheduled time because every
 	// worker was busy: the server was behind.
 	Requests, Errors, Queued int
