@@ -6,8 +6,8 @@
 //
 //   - closed loop at several concurrencies: throughput, latency percentiles and
 //     server CPU per request;
-//   - open loop at fixed rates below each target's capacity: latency without
-//     coordinated omission;
+//   - open loop at fixed rates below each target's capacity, measured just
+//     before each point: latency without coordinated omission;
 //   - memory: resident set idle, at peak, and with a large cluster cached (--scale);
 //   - the audit: a run over many workloads (--audit-workloads), and admission's
 //     p99 while it runs against its p99 between runs;
@@ -127,7 +127,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.reps, "reps", 3, "Repetitions of each closed-loop point")
 	fs.Func("concurrency", "Comma-separated closed-loop concurrencies of the headline rows (default 1,8,32)", intList(&o.concurrency))
 	fs.IntVar(&o.matrixConcurrency, "matrix-concurrency", 8, "Concurrency at which every endpoint is measured with every body")
-	fs.Func("open-fractions", "Comma-separated open-loop rates, as fractions of each target's closed-loop rate at --matrix-concurrency (default 0.25,0.5,0.75)", floatList(&o.openFractions))
+	fs.Func("open-fractions", "Comma-separated open-loop rates, as fractions of each target's capacity (see --open-capacity) (default 0.25,0.5,0.75)", floatList(&o.openFractions))
 	fs.IntVar(&o.openWorkers, "open-workers", 64, "Most requests in flight in the open loop")
 	fs.DurationVar(&o.openCapacity, "open-capacity", 2*time.Second,
 		"Closed loop at --matrix-concurrency, just before each open-loop point, whose rate the point's fraction is of (0: the closed-loop point's rate)")

@@ -46,7 +46,8 @@ type plan struct {
 // makePlan measures every endpoint with every body it takes at the matrix
 // concurrency (the floor with the unqueued bodies, OPA with the queued ones), and
 // the headline rows at the other concurrencies and in the open loop. The matrix
-// concurrency is measured first: the open loop's rates derive from it.
+// concurrency is measured first: without --open-capacity, the open loop's rates
+// derive from it.
 func makePlan(o *options, eps []*endpoint, bodies []*body) plan {
 	var p plan
 	levels := []int{o.matrixConcurrency}
