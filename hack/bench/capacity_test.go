@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -44,4 +46,19 @@ var _ = Describe("an open-loop point's capacity", func() {
 		_, err := benchWith(100*time.Millisecond).capacity(ctx, op, 1234)
 		Expect(err).To(MatchError(ContainSubstring("floor answered no Job CREATE in 100ms")))
 	})
+})
+
+var _ = Describe("an open-loop point's garbage collection", func() {
+	DescribeTable("is what the server's counters moved by, or nothing without them",
+		func(before, after *gcCounters, want *gcDelta, cell string) {
+			got := after.minus(before)
+			if d := cmp.Diff(want, got); d != "" {
+				Fail(d)
+			}
+			Expect(gcCell(got)).To(Equal(cell))
+		},
+		Entry("a server with metrics", &gcCounters{cycles: 10, cpuSeconds: 1.5},
+			&gcCounters{cycles: 17, cpuSeconds: 1.585}, &gcDelta{Cycles: 7, CPU: 85 * time.Millisecond}, "7 (85)"),
+		Entry("a server without", nil, nil, nil, "–"),
+	)
 })

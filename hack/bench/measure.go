@@ -159,8 +159,8 @@ func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
 		}
 		r.Capacity = capacity
 		measured[i] = &r
-		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% of %6.0f/s = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v errors %d\n", n+1, len(points),
-			op.ep.Label, op.body.Name, 100*op.fraction, capacity, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), r.Errors)
+		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% of %6.0f/s = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v GC %s errors %d\n", n+1, len(points),
+			op.ep.Label, op.body.Name, 100*op.fraction, capacity, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), gcCell(r.GC), r.Errors)
 	}
 	for _, r := range measured {
 		if r != nil {
@@ -272,6 +272,40 @@ func decisionCounts(ctx context.Context, s *server) (decisions, error) {
 	return decisions{Hits: int(v[decisionHit]), Misses: int(v[decisionMiss])}, nil
 }
 
+// gcCounters are a Go server's collector counters as its metrics read.
+type gcCounters struct {
+	cycles, cpuSeconds float64
+}
+
+// The Go runtime's own metrics, which controller-runtime's registry exports.
+const (
+	gcCycles = "go_gc_cycles_total_gc_cycles_total"
+	gcCPU    = "go_cpu_classes_gc_total_cpu_seconds_total"
+)
+
+// readGC reads kueue-guard's collector counters (nil for the other servers,
+// which export none), so that an open-loop point's tail can be set beside
+// the cycles that ran in it.
+func readGC(ctx context.Context, s *server) (*gcCounters, error) {
+	if s.metrics == "" {
+		return nil, nil
+	}
+	v, err := readMetrics(ctx, s.metrics, gcCycles, gcCPU)
+	if err != nil {
+		return nil, err
+	}
+	return &gcCounters{cycles: v[gcCycles], cpuSeconds: v[gcCPU]}, nil
+}
+
+// minus is what the collector did since before (nil unless both were read).
+func (c *gcCounters) minus(before *gcCounters) *gcDelta {
+	if c == nil || before == nil {
+		return nil
+	}
+	return &gcDelta{Cycles: int(c.cycles - before.cycles),
+		CPU: time.Duration((c.cpuSeconds - before.cpuSeconds) * float64(time.Second)).Round(time.Microsecond)}
+}
+
 const (
 	decisionHit  = `kueue_guard_policy_decision_cache_total{result="hit"}`
 	decisionMiss = `kueue_guard_policy_decision_cache_total{result="miss"}`
@@ -287,16 +321,24 @@ func (b *bench) measureOpen(ctx context.Context, op openPoint, rate float64) (op
 		// their connections (TLS handshakes) here.
 		openLoop(ctx, newCaller, rate, b.o.warmup, b.o.openWorkers)
 	}
+	gcBefore, err := readGC(ctx, op.ep.srv)
+	if err != nil {
+		return openResult{}, err
+	}
 	var r openRun
 	withHarnessGCHeld(func() { r = openLoop(ctx, newCaller, rate, b.o.duration, b.o.openWorkers) })
 	if err := ctx.Err(); err != nil {
+		return openResult{}, err
+	}
+	gcAfter, err := readGC(ctx, op.ep.srv)
+	if err != nil {
 		return openResult{}, err
 	}
 	if err := b.alive(); err != nil {
 		return openResult{}, err
 	}
 	res := openResult{openPoint: op, Rate: rate, Latency: summarize(r.latencies), Requests: r.requests(),
-		Errors: r.errors, Queued: r.queued}
+		Errors: r.errors, Queued: r.queued, GC: gcAfter.minus(gcBefore)}
 	if r.elapsed > 0 {
 		res.Achieved = float64(r.requests()) / r.elapsed.Seconds()
 	}

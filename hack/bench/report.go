@@ -216,7 +216,7 @@ func rpsCell(x *closedResult) string {
 }
 
 func openTable(r *results) *table {
-	t := newTable("target", "body", "load>", "capacity/s>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "errors>")
+	t := newTable("target", "body", "load>", "capacity/s>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "GC cycles (CPU ms)>", "errors>")
 	for i := range r.Open {
 		x := &r.Open[i]
 		p99Ratio := "–"
@@ -225,9 +225,17 @@ func openTable(r *results) *table {
 		}
 		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Capacity), fmt.Sprintf("%.0f", x.Rate),
 			fmt.Sprintf("%.0f", x.Achieved), msf(x.Latency.P50), msf(x.Latency.P99), p99Ratio, msf(x.Latency.Max),
-			strconv.Itoa(x.Queued), errorsCell(x.Errors, x.FirstError))
+			strconv.Itoa(x.Queued), gcCell(x.GC), errorsCell(x.Errors, x.FirstError))
 	}
 	return t
+}
+
+// gcCell renders a point's collector cycles and their CPU: "7 (85)", or "–".
+func gcCell(g *gcDelta) string {
+	if g == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d (%.0f)", g.Cycles, float64(g.CPU)/float64(time.Millisecond))
 }
 
 func memoryTable(r *results) *table {

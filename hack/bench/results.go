@@ -115,6 +115,16 @@ type openResult struct {
 	// worker was busy: the server was behind.
 	Requests, Errors, Queued int
 	FirstError               string
+	// GC is what kueue-guard's garbage collector did during the point (nil
+	// for a server without metrics).
+	GC *gcDelta
+}
+
+// gcDelta is a Go server's collector over a point: cycles begun and the CPU
+// they took (the runtime's own estimate).
+type gcDelta struct {
+	Cycles int
+	CPU    time.Duration
 }
 
 // serverMemory is a server's resident set idle and its peak after the load.
