@@ -211,8 +211,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 
 		cq := &kueue.ClusterQueue{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: "cq"}, cq)).To(Succeed())
-		cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: "default-flavor", Resources: []kueue.ResourceUsage{
-			{Name: "nvidia.com/gpu", Total: resource.MustParse("3")}}}}
+		cq.Status.FlavorsUsage = gpuUsage("3")
 		Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
 
 		Eventually(func(g Gomega) {
@@ -236,8 +235,7 @@ var _ = Describe("quota policies as code", Ordered, func() {
 			Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
 		})
 		cq.Status.PendingWorkloads = 7
-		cq.Status.FlavorsUsage = []kueue.FlavorUsage{{Name: "default-flavor", Resources: []kueue.ResourceUsage{
-			{Name: "nvidia.com/gpu", Total: resource.MustParse("2")}}}}
+		cq.Status.FlavorsUsage = gpuUsage("2")
 		Expect(k8sClient.Status().Update(ctx, cq)).To(Succeed())
 		// The shipped policies judge a Job by this version of the queue (its
 		// free GPUs), reading none of its workload counts.
@@ -415,3 +413,10 @@ deny contains "nothing changes here" if true
 		invalid(err, "metadata.labels.schedule", "[team.rule] nightly jobs are not allowed here")
 	})
 })
+
+// gpuUsage is a ClusterQueue's usage of total GPUs of its default flavor, as
+// Kueue's status reports it.
+func gpuUsage(total string) []kueue.FlavorUsage {
+	return []kueue.FlavorUsage{{Name: "default-flavor", Resources: []kueue.ResourceUsage{
+		{Name: "nvidia.com/gpu", Total: resource.MustParse(total)}}}}
+}
