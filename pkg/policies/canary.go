@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -30,29 +31,51 @@ type canaryInput struct {
 	build func() (ast.Value, error)
 }
 
+// canaryEvery is the least time between two requests the ring keeps: it turns
+// over at most once a second, so that a quiet server keeps every request and
+// a busy one a sample of its last seconds, each kept at a cost (its objects
+// encoded, see keptRequest) that a thousand requests a second do not pay.
+var canaryEvery = time.Second / canarySize
+
 // canaryRing holds the most recent inputs the serving set judged cleanly. It is
-// written on every evaluated request without a lock: each write replaces one
-// slot. Inputs are immutable once built, so holding them is safe.
+// written on evaluated requests without a lock: each write replaces one slot.
+// Inputs are immutable once built, so holding them is safe.
 type canaryRing struct {
 	slots [canarySize]atomic.Pointer[canaryInput]
 	next  atomic.Uint64
+	// last is when the last request was kept (UnixNano).
+	last atomic.Int64
 }
 
 func (r *canaryRing) record(sub *Subject, input ast.Value) {
-	if input != nil {
+	if input != nil && r.due(sub) {
 		r.keep(sub, &canaryInput{input: input})
 	}
 }
 
-// recordBuilder keeps a request whose input is built only if a new set is tried.
-func (r *canaryRing) recordBuilder(sub *Subject, build func() (ast.Value, error)) {
-	r.keep(sub, &canaryInput{build: build})
+// recordBuilder keeps a request whose input is built only if a new set is
+// tried; kept is called only when the ring takes it, and returns what builds
+// the input again (nil: nothing to keep).
+func (r *canaryRing) recordBuilder(sub *Subject, kept func() func() (ast.Value, error)) {
+	if !r.due(sub) {
+		return
+	}
+	if build := kept(); build != nil {
+		r.keep(sub, &canaryInput{build: build})
+	}
+}
+
+// due reports whether the ring takes the request: an object of a size it
+// keeps, canaryEvery after the last one it took.
+func (r *canaryRing) due(sub *Subject) bool {
+	if sub == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
+		return false
+	}
+	now, last := time.Now().UnixNano(), r.last.Load()
+	return now-last >= int64(canaryEvery) && r.last.CompareAndSwap(last, now)
 }
 
 func (r *canaryRing) keep(sub *Subject, c *canaryInput) {
-	if sub == nil || sub.Size <= 0 || sub.Size > canaryMaxObject {
-		return
-	}
 	// No copies of the label maps: the object's are GetLabels' own copy, the
 	// namespace's belong to the informer cache, which nothing mutates.
 	c.sub = *sub

@@ -3,7 +3,12 @@ package policies_test
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
+	"weak"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
 	"github.com/kueue-guard/kueue-guard/pkg/policies"
@@ -66,6 +71,41 @@ var _ = Describe("trying a new set on recent inputs before it serves", func() {
 		Expect(validate(e, createRequest(big), snapshot()).Violations).To(HaveLen(1), "the serving set judges it")
 		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflictingInML)})
 		Expect(e.Load()).To(Succeed(), "a 64 KiB object is not kept: it would pin memory")
+	})
+
+	It("holds a judged request's objects as JSON only, and tries a new set on them decoded again", func() {
+		e := loadedEngine(dir)
+		obj := fixtures.Job("ml", "j").Queue("lq").Obj()
+		held := weak.Make(obj)
+		Expect(validate(e, createRequest(obj), snapshot()).Violations).To(HaveLen(1))
+		Expect(policies.RecentInputs(e)).To(Equal(1))
+		obj = nil
+		// Decoded, a recent object is thousands of small allocations the
+		// collector marks on every cycle for as long as it is held.
+		Eventually(func() *unstructured.Unstructured { runtime.GC(); return held.Value() }).Should(BeNil(),
+			"nothing the engine keeps points to the decoded object")
+
+		writeFiles(dir, map[string]string{"p.rego": policy("t.p", "", conflicting)})
+		err := e.Load()
+		var le *policies.LoadError
+		Expect(errors.As(err, &le)).To(BeTrue(), "%v", err)
+		Expect(le.Problems[0].Message).To(ContainSubstring(`t.p fails at evaluation on a recent Job CREATE request in namespace "ml"`))
+	})
+
+	It("keeps one request per interval, so that a busy server pays for a sample of its requests only", func() {
+		DeferCleanup(policies.SetCanaryEvery(time.Hour))
+		e := loadedEngine(dir, func(o *policies.Options) { o.DecisionCacheSize = -1 })
+		judge := func(names ...string) {
+			for _, n := range names {
+				Expect(validate(e, createRequest(fixtures.Job("ml", n).Queue("lq").Obj()), snapshot()).Violations).To(HaveLen(1))
+			}
+		}
+		judge("a", "b", "c")
+		Expect(policies.RecentInputs(e)).To(Equal(1), "the first of a burst only")
+
+		policies.SetCanaryEvery(0)
+		judge("d", "e")
+		Expect(policies.RecentInputs(e)).To(Equal(3), "a quiet server keeps every request")
 	})
 
 	It("takes the same set as the first one: with nothing serving, nothing is lost", func() {

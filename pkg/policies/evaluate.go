@@ -158,7 +158,10 @@ func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 // flight. build is given the parts of the input the set reads (nil: all of
 // it); an error from it is the "cannot read the workload" failure. An input
 // the set has judged before gets the same answer without an evaluation.
-func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) (ast.Value, error)) *Result {
+// kept, when the canary keeps the request, returns what builds its whole
+// input again (nil: build itself is kept, with all it holds).
+func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) (ast.Value, error),
+	kept func() func() (ast.Value, error)) *Result {
 	e := p.engine
 	if p.set == nil || len(p.indices) == 0 {
 		return p.Evaluate(ctx, nil)
@@ -194,7 +197,10 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 		}
 		// A new set may read what this one does not: it is tried on the
 		// whole input, built again only then.
-		e.recent.recordBuilder(p.sub, func() (ast.Value, error) { return build(nil) })
+		if kept == nil {
+			kept = func() func() (ast.Value, error) { return func() (ast.Value, error) { return build(nil) } }
+		}
+		e.recent.recordBuilder(p.sub, kept)
 	}
 	return res
 }

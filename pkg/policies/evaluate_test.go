@@ -162,14 +162,14 @@ var _ = Describe("Evaluating", func() {
 		built := 0
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		res := e.Plan(nil).EvaluateBuilt(ctx, func(*policies.InputPaths) (ast.Value, error) { built++; return ast.NewObject(), nil })
+		res := e.Plan(nil).EvaluateBuilt(ctx, func(*policies.InputPaths) (ast.Value, error) { built++; return ast.NewObject(), nil }, nil)
 		Expect(res.Failures).To(HaveLen(1))
 		Expect(res.Failures[0].Code).To(Equal("no_slot"))
 		Expect(built).To(BeZero(), "no slot, no input")
 
 		stopBusy()
 		Eventually(e.SlotsInUse).Should(BeZero())
-		res = e.Plan(nil).EvaluateBuilt(context.Background(), func(*policies.InputPaths) (ast.Value, error) { built++; return nil, errors.New("bad object") })
+		res = e.Plan(nil).EvaluateBuilt(context.Background(), func(*policies.InputPaths) (ast.Value, error) { built++; return nil, errors.New("bad object") }, nil)
 		Expect(built).To(Equal(1))
 		Expect(res.Failures).To(HaveLen(1))
 		Expect(res.Failures[0].Reason).To(ContainSubstring("cannot read the workload: bad object"))

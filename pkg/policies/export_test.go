@@ -1,5 +1,7 @@
 package policies
 
+import "time"
+
 // SlotsInUse lets tests wait until an evaluation holds a concurrency slot.
 func (e *Engine) SlotsInUse() int { return e.slots.inUseNow() }
 
@@ -24,3 +26,14 @@ func CanarySampleKinds() ([]string, error) {
 // UseOPARuleCache makes the engine evaluate with OPA's own rule cache, for a
 // reference to compare refCache's evaluations with.
 func UseOPARuleCache(e *Engine) { e.opaCache = true }
+
+// SetCanaryEvery sets the least time between two requests the canary ring
+// keeps; it returns the function that restores it.
+func SetCanaryEvery(d time.Duration) (restore func()) {
+	old := canaryEvery
+	canaryEvery = d
+	return func() { canaryEvery = old }
+}
+
+// RecentInputs is how many requests the canary ring holds.
+func RecentInputs(e *Engine) int { return len(e.recent.inputs()) }

@@ -116,9 +116,31 @@ func (s *Step) Validate(ctx context.Context, req *admission.Request, t admission
 			facts = f
 		}
 		return buildInput(req, t, view, facts, ns, s.frags, paths)
-	})
+	}, func() func() (ast.Value, error) { return s.rebuilder(req, t, view) })
 	s.apply(ctx, res, d)
 	return nil
+}
+
+// rebuilder is what builds req's whole input again for the canary, from the
+// request kept as JSON (keptRequest): nil when it cannot be encoded.
+func (s *Step) rebuilder(req *admission.Request, t admission.Target, view cluster.View) func() (ast.Value, error) {
+	k, err := keepRequest(req)
+	if err != nil {
+		return nil
+	}
+	return func() (ast.Value, error) {
+		r, err := k.request()
+		if err != nil {
+			return nil, err
+		}
+		// The request's context has ended by now: the canary's evaluation has
+		// its own deadline.
+		f, err := summarizeRequest(context.Background(), r, view)
+		if err != nil {
+			return nil, err
+		}
+		return buildInput(r, t, view, f, lookupNamespace(r, view), s.frags, nil)
+	}
 }
 
 // subject is what the policies' custom.match is matched against.
