@@ -75,11 +75,12 @@ var _ = Describe("trying a new set on recent inputs before it serves", func() {
 
 	It("holds a judged request's objects as JSON only, and tries a new set on them decoded again", func() {
 		e := loadedEngine(dir)
-		obj := fixtures.Job("ml", "j").Queue("lq").Obj()
-		held := weak.Make(obj)
-		Expect(validate(e, createRequest(obj), snapshot()).Violations).To(HaveLen(1))
+		held := func() weak.Pointer[unstructured.Unstructured] {
+			obj := fixtures.Job("ml", "j").Queue("lq").Obj()
+			Expect(validate(e, createRequest(obj), snapshot()).Violations).To(HaveLen(1))
+			return weak.Make(obj)
+		}()
 		Expect(policies.RecentInputs(e)).To(Equal(1))
-		obj = nil
 		// Decoded, a recent object is thousands of small allocations the
 		// collector marks on every cycle for as long as it is held.
 		Eventually(func() *unstructured.Unstructured { runtime.GC(); return held.Value() }).Should(BeNil(),

@@ -1,7 +1,6 @@
 package policies
 
 import (
-	"context"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -40,7 +39,7 @@ func TestKeptRequestBuildsTheSameInput(t *testing.T) {
 			req := &admission.Request{UID: "u", Operation: tc.op, Kind: tc.obj.GroupVersionKind(), Namespace: "ml",
 				Name: tc.obj.GetName(), Object: tc.obj, OldObject: tc.old, Size: 1,
 				UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"ml-team"}}}
-			want, err := BuildInput(context.Background(), req, target, view)
+			want, err := BuildInput(t.Context(), req, target, view)
 			if err != nil {
 				t.Fatal(err)
 			}
