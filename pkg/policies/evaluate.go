@@ -159,7 +159,7 @@ func (p *Plan) evaluate(ctx context.Context, input ast.Value) *Result {
 // it); an error from it is the "cannot read the workload" failure. An input
 // the set has judged before gets the same answer without an evaluation.
 // kept, when the canary keeps the request, returns what builds its whole
-// input again (nil: build itself is kept, with all it holds).
+// input again from what it keeps (nil: the request is not kept).
 func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) (ast.Value, error),
 	kept func() func() (ast.Value, error)) *Result {
 	e := p.engine
@@ -197,10 +197,9 @@ func (p *Plan) EvaluateBuilt(ctx context.Context, build func(paths *InputPaths) 
 		}
 		// A new set may read what this one does not: it is tried on the
 		// whole input, built again only then.
-		if kept == nil {
-			kept = func() func() (ast.Value, error) { return func() (ast.Value, error) { return build(nil) } }
+		if kept != nil {
+			e.recent.recordBuilder(p.sub, kept)
 		}
-		e.recent.recordBuilder(p.sub, kept)
 	}
 	return res
 }

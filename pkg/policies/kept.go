@@ -18,47 +18,61 @@ type keptRequest struct {
 	// req is the request without its objects (nor Raw and Undecoded, which
 	// alias them or the review's buffer).
 	req         admission.Request
-	object, old []byte
+	object, old keptObject
+}
+
+// keptObject is one object of a kept request: its JSON, and the managedFields
+// the webhook left out of it (ManagedFieldsJSON), which the input splices in.
+type keptObject struct {
+	json, managedFields []byte
 }
 
 func keepRequest(req *admission.Request) (*keptRequest, error) {
 	k := &keptRequest{req: *req}
 	k.req.Object, k.req.OldObject, k.req.Raw, k.req.Undecoded = nil, nil, nil, nil
 	var err error
-	if req.Object != nil {
-		if k.object, err = req.Object.MarshalJSON(); err != nil {
-			return nil, err
-		}
+	if k.object, err = keepObject(req, req.Object); err != nil {
+		return nil, err
 	}
-	if req.OldObject != nil {
-		if k.old, err = req.OldObject.MarshalJSON(); err != nil {
-			return nil, err
-		}
+	if k.old, err = keepObject(req, req.OldObject); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
 
-// request is the kept request with its objects decoded again, as the webhook
-// decodes them.
+func keepObject(req *admission.Request, obj *unstructured.Unstructured) (keptObject, error) {
+	if obj == nil {
+		return keptObject{}, nil
+	}
+	b, err := obj.MarshalJSON()
+	return keptObject{json: b, managedFields: req.ManagedFieldsJSON(obj)}, err
+}
+
+// request is the kept request with its objects decoded again.
 func (k *keptRequest) request() (*admission.Request, error) {
 	req := k.req
 	var err error
-	if req.Object, err = decodeKept(k.object); err != nil {
+	if req.Object, err = k.object.decode(&req); err != nil {
 		return nil, err
 	}
-	if req.OldObject, err = decodeKept(k.old); err != nil {
+	if req.OldObject, err = k.old.decode(&req); err != nil {
 		return nil, err
 	}
 	return &req, nil
 }
 
-func decodeKept(data []byte) (*unstructured.Unstructured, error) {
-	if data == nil {
+// decode is the object, its undecoded managedFields bound to it in req (their
+// JSON only: the shape check that reads the rest does not run on the canary).
+func (o keptObject) decode(req *admission.Request) (*unstructured.Unstructured, error) {
+	if o.json == nil {
 		return nil, nil
 	}
-	if m, ok := jsonmap.Object(data); ok {
-		return &unstructured.Unstructured{Object: m}, nil
-	}
 	u := &unstructured.Unstructured{}
-	return u, u.UnmarshalJSON(data)
+	if err := u.UnmarshalJSON(o.json); err != nil {
+		return nil, err
+	}
+	if o.managedFields != nil {
+		req.Undecoded = append(req.Undecoded, admission.UndecodedManagedFields{Object: u, Deferred: jsonmap.Deferred{JSON: o.managedFields}})
+	}
+	return u, nil
 }

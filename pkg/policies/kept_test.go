@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"encoding/json"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -10,6 +11,7 @@ import (
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
 	"github.com/kueue-guard/kueue-guard/pkg/cluster"
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 	"github.com/kueue-guard/kueue-guard/test/fixtures"
 )
 
@@ -28,10 +30,14 @@ func TestKeptRequestBuildsTheSameInput(t *testing.T) {
 		name     string
 		op       admissionv1.Operation
 		obj, old *unstructured.Unstructured
+		// deferred: the objects' managedFields are left undecoded, as the
+		// webhook leaves them.
+		deferred bool
 	}{
-		{"Job CREATE", admissionv1.Create, job, nil},
-		{"stored JobSet CREATE", admissionv1.Create, stored, nil},
-		{"stored JobSet UPDATE", admissionv1.Update, grown, stored},
+		{"Job CREATE", admissionv1.Create, job, nil, false},
+		{"stored JobSet CREATE", admissionv1.Create, stored, nil, false},
+		{"stored JobSet UPDATE", admissionv1.Update, grown, stored, false},
+		{"stored JobSet UPDATE, managedFields undecoded", admissionv1.Update, grown, stored, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := integrations.Lookup(tc.obj.GroupVersionKind().GroupKind())
@@ -39,6 +45,9 @@ func TestKeptRequestBuildsTheSameInput(t *testing.T) {
 			req := &admission.Request{UID: "u", Operation: tc.op, Kind: tc.obj.GroupVersionKind(), Namespace: "ml",
 				Name: tc.obj.GetName(), Object: tc.obj, OldObject: tc.old, Size: 1,
 				UserInfo: authenticationv1.UserInfo{Username: "alice", Groups: []string{"ml-team"}}}
+			if tc.deferred {
+				req.Object, req.OldObject = deferManagedFields(t, req, tc.obj), deferManagedFields(t, req, tc.old)
+			}
 			want, err := BuildInput(t.Context(), req, target, view)
 			if err != nil {
 				t.Fatal(err)
@@ -56,4 +65,22 @@ func TestKeptRequestBuildsTheSameInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deferManagedFields is a copy of obj without its managedFields, which it adds
+// to req.Undecoded as the webhook does.
+func deferManagedFields(t *testing.T, req *admission.Request, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	u := obj.DeepCopy()
+	mf, found, err := unstructured.NestedFieldNoCopy(u.Object, admission.ManagedFieldsPath...)
+	if err != nil || !found {
+		t.Fatalf("the object has no managedFields (%v)", err)
+	}
+	raw, err := json.Marshal(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unstructured.RemoveNestedField(u.Object, admission.ManagedFieldsPath...)
+	req.Undecoded = append(req.Undecoded, admission.UndecodedManagedFields{Object: u, Deferred: jsonmap.Deferred{JSON: raw}})
+	return u
 }
