@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -276,32 +275,6 @@ func (s *Server) Terminate() { s.cancel() }
 
 // Done receives the server's result once it has stopped.
 func (s *Server) Done() <-chan error { return s.done }
-
-// freeAddrs are n distinct loopback addresses nothing listens on: each port is
-// held until all are chosen, since a port closed a moment ago may be the next
-// one the kernel hands out (a component given the same port twice cannot start).
-func freeAddrs(n int) ([]string, error) {
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
-	}
-	return addrs, nil
-}
-
-// FreePort is a loopback port nothing listens on right now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // MetricValue reads a server's /metrics at addr and sums the samples of one
 // metric over all its label sets (0 when it has none yet).

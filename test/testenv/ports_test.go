@@ -1,0 +1,46 @@
+package testenv
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+// The ports handed out are below the ephemeral range, where no outgoing
+// connection takes its local port, and never one a listener holds.
+func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
+	top := firstEphemeralPort()
+	if top-lowestPort < 1000 {
+		t.Skipf("the ephemeral range starts at %d: ports are the kernel's", top)
+	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addrs, err := freeAddrs(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRange := func(port int) {
+		if port < lowestPort || port >= top {
+			t.Errorf("port %d is outside %d-%d", port, lowestPort, top-1)
+		}
+	}
+	// freeAddrs holds each port until all are chosen: they are distinct.
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		port, _ := strconv.Atoi(p)
+		inRange(port)
+		if seen[a] || a == held.Addr().String() {
+			t.Errorf("%s handed out twice or while held", a)
+		}
+		seen[a] = true
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inRange(port)
+}
