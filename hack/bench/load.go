@@ -181,7 +181,8 @@ func (r *loopRun) count(err error) {
 type openRun struct {
 	loopRun
 	queued int
-	// sent is when each request (of latencies, in the same order) was due.
+	// sent is when each request's latency (of latencies, in the same order)
+	// is timed from: when it was due, or sent if its worker slept past that.
 	sent []time.Time
 }
 
@@ -219,7 +220,7 @@ func openLoop(ctx context.Context, newCaller func() *caller, rate float64, d tim
 				}
 				err := cl.call(ctx)
 				r.latencies = append(r.latencies, time.Since(from))
-				r.sent = append(r.sent, scheduled)
+				r.sent = append(r.sent, from)
 				r.count(err)
 			}
 		})

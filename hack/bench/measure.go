@@ -159,8 +159,8 @@ func (b *bench) measureAllOpen(ctx context.Context, points []openPoint) error {
 		}
 		r.Capacity = capacity
 		measured[i] = &r
-		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% of %6.0f/s = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v GC %s errors %d\n", n+1, len(points),
-			op.ep.Label, op.body.Name, 100*op.fraction, capacity, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), gcCell(r.GC), r.Errors)
+		fmt.Printf("[%2d/%d] %-36s %-20s %3.0f%% of %6.0f/s = %6.0f/s  achieved %6.0f/s  p50 %-8v p99 %-8v max %-8v GC %s tail in GC %s errors %d\n", n+1, len(points),
+			op.ep.Label, op.body.Name, 100*op.fraction, capacity, r.Rate, r.Achieved, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max), gcCell(r.GC), gcTailCell(r.GC), r.Errors)
 	}
 	for _, r := range measured {
 		if r != nil {
@@ -275,12 +275,17 @@ func decisionCounts(ctx context.Context, s *server) (decisions, error) {
 // gcCounters are a Go server's collector counters as its metrics read.
 type gcCounters struct {
 	cycles, cpuSeconds float64
+	// lastGC is when cycle lastN ended, in Unix seconds: both from one read
+	// of the runtime's GC statistics (debug.ReadGCStats), which cycles is not.
+	lastGC, lastN float64
 }
 
 // The Go runtime's own metrics, which controller-runtime's registry exports.
 const (
 	gcCycles = "go_gc_cycles_total_gc_cycles_total"
 	gcCPU    = "go_cpu_classes_gc_total_cpu_seconds_total"
+	gcLast   = "go_memstats_last_gc_time_seconds"
+	gcLastN  = "go_gc_duration_seconds_count"
 )
 
 // readGC reads kueue-guard's collector counters (nil for the other servers,
@@ -290,11 +295,11 @@ func readGC(ctx context.Context, s *server) (*gcCounters, error) {
 	if s.metrics == "" {
 		return nil, nil
 	}
-	v, err := readMetrics(ctx, s.metrics, gcCycles, gcCPU)
+	v, err := readMetrics(ctx, s.metrics, gcCycles, gcCPU, gcLast, gcLastN)
 	if err != nil {
 		return nil, err
 	}
-	return &gcCounters{cycles: v[gcCycles], cpuSeconds: v[gcCPU]}, nil
+	return &gcCounters{cycles: v[gcCycles], cpuSeconds: v[gcCPU], lastGC: v[gcLast], lastN: v[gcLastN]}, nil
 }
 
 // minus is what the collector did since before (nil unless both were read).
@@ -304,6 +309,19 @@ func (c *gcCounters) minus(before *gcCounters) *gcDelta {
 	}
 	return &gcDelta{Cycles: int(c.cycles - before.cycles),
 		CPU: time.Duration((c.cpuSeconds - before.cpuSeconds) * float64(time.Second)).Round(time.Microsecond)}
+}
+
+// tailInCycles sets a point's p99 tail beside the cycles of p's collector that
+// ran during it (nil without a trace of them, or when the last cycle's line
+// did not arrive to set them in the harness's clock).
+func tailInCycles(p *process, after *gcCounters, r openRun, p99 time.Duration) *tailInGC {
+	if p == nil || p.gc == nil || after == nil || after.lastGC <= 0 ||
+		!p.gc.calibrateWithin(int(after.lastN), time.Unix(0, int64(after.lastGC*1e9)), time.Second) {
+		return nil
+	}
+	from, to := requestSpan(r.sent, r.latencies)
+	tail := tailOverlap(r.sent, r.latencies, p99, p.gc.between(from, to))
+	return &tail
 }
 
 const (
@@ -339,6 +357,9 @@ func (b *bench) measureOpen(ctx context.Context, op openPoint, rate float64) (op
 	}
 	res := openResult{openPoint: op, Rate: rate, Latency: summarize(r.latencies), Requests: r.requests(),
 		Errors: r.errors, Queued: r.queued, GC: gcAfter.minus(gcBefore)}
+	if res.GC != nil {
+		res.GC.Tail = tailInCycles(op.ep.srv.proc, gcAfter, r, res.Latency.P99)
+	}
 	if r.elapsed > 0 {
 		res.Achieved = float64(r.requests()) / r.elapsed.Seconds()
 	}

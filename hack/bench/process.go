@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,11 +28,21 @@ type process struct {
 	logFile *os.File
 	done    chan struct{}
 	err     error
+	// gc is when the child's collector ran, for a child started with
+	// traceGC (nil otherwise).
+	gc *gcTrace
 }
 
 // startProcess starts a child whose output goes to logPath. The child is killed
 // with the harness even if the harness itself is killed (parent-death signal).
 func startProcess(name, logPath, binary string, args ...string) (*process, error) {
+	return startTracedProcess(name, logPath, binary, false, args...)
+}
+
+// startTracedProcess is startProcess; with traceGC the child, a Go program,
+// also traces its collector (GODEBUG=gctrace=1) and the harness keeps when
+// each cycle ran (process.gc).
+func startTracedProcess(name, logPath, binary string, traceGC bool, args ...string) (*process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -45,11 +56,17 @@ func startProcess(name, logPath, binary string, args ...string) (*process, error
 	// Its own process group: Ctrl-C reaches the harness only, which stops the
 	// children in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
+	if traceGC {
+		// The last GODEBUG wins; the caller's settings are kept.
+		cmd.Env = append(cmd.Env, "GODEBUG="+strings.TrimPrefix(os.Getenv("GODEBUG")+",gctrace=1", ","))
+		p.gc = newGCTrace(logFile, time.Now())
+		cmd.Stderr = p.gc
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -70,6 +70,10 @@ func (b *bench) report() error {
 	b.reportStreams(&d)
 	if x, v := worstOpen(r); x != nil {
 		d.OpenWorst = describeOpenRatio(r, x, v)
+		if t := x.GC; t != nil && t.Tail != nil {
+			d.OpenWorst += fmt.Sprintf("; %d of its %d slowest requests were in flight during the collector's %d cycles, which took %.1f %% of its time",
+				t.Tail.InCycles, t.Tail.Tail, t.Cycles, 100*t.Tail.TimeShare)
+		}
 	}
 	if r.Scale != nil {
 		d.Scale, d.ScaleCounts = scaleTable(r.Scale).String(), r.Scale.Counts
@@ -216,7 +220,7 @@ func rpsCell(x *closedResult) string {
 }
 
 func openTable(r *results) *table {
-	t := newTable("target", "body", "load>", "capacity/s>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "GC cycles (CPU ms)>", "errors>")
+	t := newTable("target", "body", "load>", "capacity/s>", "rate/s>", "achieved/s>", "p50 ms>", "p99 ms>", "p99 ×floor>", "max ms>", "queued>", "GC cycles (CPU ms)>", "p99 tail in GC>", "errors>")
 	for i := range r.Open {
 		x := &r.Open[i]
 		p99Ratio := "–"
@@ -225,7 +229,7 @@ func openTable(r *results) *table {
 		}
 		t.add(x.ep.Label, x.body.Name, fmt.Sprintf("%.0f%%", 100*x.fraction), fmt.Sprintf("%.0f", x.Capacity), fmt.Sprintf("%.0f", x.Rate),
 			fmt.Sprintf("%.0f", x.Achieved), msf(x.Latency.P50), msf(x.Latency.P99), p99Ratio, msf(x.Latency.Max),
-			strconv.Itoa(x.Queued), gcCell(x.GC), errorsCell(x.Errors, x.FirstError))
+			strconv.Itoa(x.Queued), gcCell(x.GC), gcTailCell(x.GC), errorsCell(x.Errors, x.FirstError))
 	}
 	return t
 }

@@ -125,6 +125,9 @@ type openResult struct {
 type gcDelta struct {
 	Cycles int
 	CPU    time.Duration
+	// Tail is how the point's slowest requests fell beside the cycles (nil
+	// without a trace of them).
+	Tail *tailInGC
 }
 
 // serverMemory is a server's resident set idle and its peak after the load.

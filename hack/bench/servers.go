@@ -82,7 +82,7 @@ func startGuard(ctx context.Context, a guardArgs, logPath string) (*server, erro
 		// Read by the harness on loopback: in the clear.
 		"--metrics-secure=false",
 		"--zap-devel=false"}
-	p, err := startProcess("kueue-guard", logPath, a.binary, append(args, a.extra...)...)
+	p, err := startTracedProcess("kueue-guard", logPath, a.binary, true, append(args, a.extra...)...)
 	if err != nil {
 		return nil, err
 	}
