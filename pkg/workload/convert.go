@@ -107,7 +107,14 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 			return false, nil
 		}
 		q, err := resource.ParseQuantity(s)
-		if err == nil {
+		switch {
+		case err != nil:
+		case dv.CanAddr():
+			// Through a pointer: a Quantity boxed for reflect.ValueOf is
+			// allocated.
+			p, _ := reflect.TypeAssert[*resource.Quantity](dv.Addr())
+			*p = q
+		default:
 			dv.Set(reflect.ValueOf(q))
 		}
 		return true, err
@@ -118,8 +125,8 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 		}
 		out := make(corev1.ResourceList, len(m))
 		for k, v := range m {
-			var q resource.Quantity
-			if err := c.value(reflect.ValueOf(v), reflect.ValueOf(&q).Elem()); err != nil {
+			q, err := c.quantity(v)
+			if err != nil {
 				return true, err
 			}
 			out[corev1.ResourceName(k)] = q
@@ -143,6 +150,17 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// quantity converts one value of a resource list: a plain string directly, any
+// other by the generic path (which needs the quantity on the heap).
+func (c converter) quantity(v any) (resource.Quantity, error) {
+	if s, ok := v.(string); ok && plainQuantity(s) {
+		return resource.ParseQuantity(s)
+	}
+	q := new(resource.Quantity)
+	err := c.value(reflect.ValueOf(v), reflect.ValueOf(q).Elem())
+	return *q, err
 }
 
 // plainQuantity is true for a string of the characters a quantity is
