@@ -218,9 +218,17 @@ func policyScaleGoalRow(r *results) goal {
 		return g
 	}
 	v := many.Metrics["ns/op"] / one.Metrics["ns/op"]
-	g.Measured = fmt.Sprintf("%.2f× (%.0f vs %.0f ns)", v, many.Metrics["ns/op"], one.Metrics["ns/op"])
+	g.Measured = fmt.Sprintf("%.2f× (%.0f vs %.0f ns%s)", v, many.Metrics["ns/op"], one.Metrics["ns/op"], mediansOf(one, many))
 	g.Verdict = atMost(v, policyScaleGoal)
 	return g
+}
+
+// mediansOf says how many runs each figure is the median of, when more than one.
+func mediansOf(one, many *goBenchmark) string {
+	if one.Runs <= 1 || one.Runs != many.Runs {
+		return ""
+	}
+	return fmt.Sprintf(", medians of %d runs", one.Runs)
 }
 
 func idleRSSGoal(r *results) goal {

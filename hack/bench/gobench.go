@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,15 +26,18 @@ type goBenchmark struct {
 	// Name is without the -GOMAXPROCS suffix.
 	Name string
 	// Metrics are the line's figures by unit: ns/op, B/op, allocs/op and any
-	// custom ones.
+	// custom ones (the median of Runs runs).
 	Metrics map[string]float64
+	Runs    int
 }
 
-// runGoBenchmarks runs the package benchmarks matching pattern, with allocation
-// counts, and parses whatever Benchmark lines come out: the benchmarks are the
-// packages' to name.
-func runGoBenchmarks(ctx context.Context, pattern, benchtime string) ([]goBenchmark, error) {
-	args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime=" + benchtime}, benchPackages...)
+// runGoBenchmarks runs the package benchmarks matching pattern count times
+// each, with allocation counts, and parses whatever Benchmark lines come out
+// (the benchmarks are the packages' to name): each benchmark's figures are the
+// median of its runs.
+func runGoBenchmarks(ctx context.Context, pattern, benchtime string, count int) ([]goBenchmark, error) {
+	args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime=" + benchtime,
+		"-count=" + strconv.Itoa(count)}, benchPackages...)
 	cmd := exec.CommandContext(ctx, goCommand(), args...)
 	// Interrupted, go test stops the test binary it runs; killed, it would not.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -41,7 +45,7 @@ func runGoBenchmarks(ctx context.Context, pattern, benchtime string) ([]goBenchm
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	results := parseGoBenchmarks(stdout.String())
+	results := medians(parseGoBenchmarks(stdout.String()))
 	if err != nil {
 		return results, fmt.Errorf("go %s: %w\n%s%s", strings.Join(args, " "), err, tailLines(stdout.String(), 10), stderr.String())
 	}
@@ -92,6 +96,47 @@ func parseGoBenchmarks(out string) []goBenchmark {
 		results = append(results, b)
 	}
 	return results
+}
+
+// medians merges the runs of each benchmark (in the order of their first run)
+// into one, each metric the median of its runs: on a shared machine one slow
+// second moves a single run's ns/op by a third.
+func medians(runs []goBenchmark) []goBenchmark {
+	var order []string
+	byName := map[string][]goBenchmark{}
+	for _, b := range runs {
+		key := b.Package + " " + b.Name
+		if _, ok := byName[key]; !ok {
+			order = append(order, key)
+		}
+		byName[key] = append(byName[key], b)
+	}
+	out := make([]goBenchmark, 0, len(order))
+	for _, key := range order {
+		same := byName[key]
+		m := goBenchmark{Package: same[0].Package, Name: same[0].Name, Runs: len(same), Metrics: map[string]float64{}}
+		for unit := range same[0].Metrics {
+			var vs []float64
+			for _, b := range same {
+				if v, ok := b.Metrics[unit]; ok {
+					vs = append(vs, v)
+				}
+			}
+			m.Metrics[unit] = median(vs)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// median of vs (the mean of the middle two for an even count); vs is sorted.
+func median(vs []float64) float64 {
+	slices.Sort(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
 func tailLines(s string, n int) string {

@@ -224,7 +224,8 @@ func (o *options) validate() error {
 }
 
 // goBenchEstimate guesses how long the package benchmarks take: compiling, and
-// about twenty benchmarks of at least benchtime each.
+// about twenty benchmarks of at least benchtime each, and the ratio
+// benchmarks run again.
 func (o *options) goBenchEstimate() time.Duration {
 	per := time.Second
 	if d, err := time.ParseDuration(o.benchTime); err == nil {
@@ -232,7 +233,7 @@ func (o *options) goBenchEstimate() time.Duration {
 	} else if strings.HasSuffix(o.benchTime, "x") {
 		per = 300 * time.Millisecond
 	}
-	return 30*time.Second + 20*per
+	return 30*time.Second + (20+2*ratioBenchmarkRuns)*per
 }
 
 func intList(dst *[]int) func(string) error {

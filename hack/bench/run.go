@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kueue-guard/kueue-guard/pkg/admission"
@@ -142,12 +145,52 @@ func (b *bench) buildStreams(ctx context.Context, pipeline *admission.Pipeline, 
 // failure is reported, not fatal: the packages may be mid-change.
 func (b *bench) runPackageBenchmarks(ctx context.Context) {
 	fmt.Printf("running the package benchmarks (%s, -benchtime=%s) …\n", b.o.goBench, b.o.benchTime)
-	res, err := runGoBenchmarks(ctx, b.o.goBench, b.o.benchTime)
+	res, err := runGoBenchmarks(ctx, b.o.goBench, b.o.benchTime, 1)
+	if err == nil {
+		res, err = rerunRatioBenchmarks(ctx, res, b.o.benchTime)
+	}
 	b.results.GoBenchmarks = res
 	if err != nil {
 		b.results.GoBenchmarkError = err.Error()
 		fmt.Fprintln(os.Stderr, "package benchmarks failed:", err)
 	}
+}
+
+// ratioBenchmarkRuns is how often the benchmarks a target divides are run:
+// two single runs a minute apart differ by a third on this machine, more than
+// the target's margin.
+const ratioBenchmarkRuns = 5
+
+// rerunRatioBenchmarks runs each benchmark of the policy-scale target
+// ratioBenchmarkRuns times more and puts its median in res in place of the
+// single run's (when res holds it: --go-bench may not select it).
+func rerunRatioBenchmarks(ctx context.Context, res []goBenchmark, benchtime string) ([]goBenchmark, error) {
+	for _, name := range []string{onePolicyBenchmark, manyPolicyBenchmark} {
+		i := slices.IndexFunc(res, func(g goBenchmark) bool { return g.Name == name })
+		if i < 0 {
+			continue
+		}
+		again, err := runGoBenchmarks(ctx, exactBenchPattern(name), benchtime, ratioBenchmarkRuns)
+		if err != nil {
+			return res, err
+		}
+		for _, g := range again {
+			if g.Name == name && g.Package == res[i].Package {
+				res[i] = g
+			}
+		}
+	}
+	return res, nil
+}
+
+// exactBenchPattern is the -bench pattern selecting the benchmark name
+// (Top/sub/…) alone: go test matches each level of a name separately.
+func exactBenchPattern(name string) string {
+	levels := strings.Split(name, "/")
+	for i, l := range levels {
+		levels[i] = "^" + regexp.QuoteMeta(l) + "$"
+	}
+	return strings.Join(levels, "/")
 }
 
 // startAll starts the control plane with the example cluster, then kueue-guard,
