@@ -21,9 +21,9 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// Two broken policy sets an admin might roll out: one that compiles and fails
-// at evaluation on every named object (a function with two outputs), and one
-// that does not compile.
+// Broken policy sets an admin might roll out: two that compile and fail at
+// evaluation (a function with two outputs), on every named object or only on
+// what real requests carry, and one that does not compile.
 var brokenSets = []struct {
 	name, file, source string
 }{
@@ -36,6 +36,23 @@ f(x) := 1 if x != ""
 f(x) := 2 if x != ""
 
 deny contains "conflict" if f(input.object.metadata.name) == 1
+`},
+	// Only what the API server adds to every request fails it: the built-in
+	// samples have no managedFields, so only the recent requests the serving
+	// set judged, kept with the managedFields the webhook leaves undecoded,
+	// show the conflict before the set serves.
+	{"fails only on the managedFields the API server writes", "managers.rego", `package acme.managers
+
+import rego.v1
+
+f(x) := 1 if x != ""
+
+f(x) := 2 if x != ""
+
+deny contains "conflict" if {
+	some entry in input.object.metadata.managedFields
+	f(entry.manager) == 1
+}
 `},
 	{"does not compile", "syntax.rego", `package acme.syntax
 
