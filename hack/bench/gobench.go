@@ -31,13 +31,13 @@ type goBenchmark struct {
 	Runs    int
 }
 
-// runGoBenchmarks runs the package benchmarks matching pattern count times
-// each, with allocation counts, and parses whatever Benchmark lines come out
-// (the benchmarks are the packages' to name): each benchmark's figures are the
-// median of its runs.
-func runGoBenchmarks(ctx context.Context, pattern, benchtime string, count int) ([]goBenchmark, error) {
+// runGoBenchmarks runs the benchmarks of packages matching pattern count
+// times each, with allocation counts, and parses whatever Benchmark lines come
+// out (the benchmarks are the packages' to name): each benchmark's figures are
+// the median of its runs.
+func runGoBenchmarks(ctx context.Context, pattern, benchtime string, count int, packages ...string) ([]goBenchmark, error) {
 	args := append([]string{"test", "-run", "^$", "-bench", pattern, "-benchmem", "-benchtime=" + benchtime,
-		"-count=" + strconv.Itoa(count)}, benchPackages...)
+		"-count=" + strconv.Itoa(count)}, packages...)
 	cmd := exec.CommandContext(ctx, goCommand(), args...)
 	// Interrupted, go test stops the test binary it runs; killed, it would not.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }

@@ -145,7 +145,7 @@ func (b *bench) buildStreams(ctx context.Context, pipeline *admission.Pipeline, 
 // failure is reported, not fatal: the packages may be mid-change.
 func (b *bench) runPackageBenchmarks(ctx context.Context) {
 	fmt.Printf("running the package benchmarks (%s, -benchtime=%s) …\n", b.o.goBench, b.o.benchTime)
-	res, err := runGoBenchmarks(ctx, b.o.goBench, b.o.benchTime, 1)
+	res, err := runGoBenchmarks(ctx, b.o.goBench, b.o.benchTime, 1, benchPackages...)
 	if err == nil {
 		res, err = rerunRatioBenchmarks(ctx, res, b.o.benchTime)
 	}
@@ -170,7 +170,8 @@ func rerunRatioBenchmarks(ctx context.Context, res []goBenchmark, benchtime stri
 		if i < 0 {
 			continue
 		}
-		again, err := runGoBenchmarks(ctx, exactBenchPattern(name), benchtime, ratioBenchmarkRuns)
+		// In its own package only (an import path, as go test printed it).
+		again, err := runGoBenchmarks(ctx, exactBenchPattern(name), benchtime, ratioBenchmarkRuns, res[i].Package)
 		if err != nil {
 			return res, err
 		}
@@ -184,7 +185,8 @@ func rerunRatioBenchmarks(ctx context.Context, res []goBenchmark, benchtime stri
 }
 
 // exactBenchPattern is the -bench pattern selecting the benchmark name
-// (Top/sub/…) alone: go test matches each level of a name separately.
+// (Top/sub/…) and none beside it (/1 and not /10): go test matches each level
+// of a name separately, and runs the sub-benchmarks of a match too.
 func exactBenchPattern(name string) string {
 	levels := strings.Split(name, "/")
 	for i, l := range levels {

@@ -103,11 +103,13 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 	switch dv.Type() {
 	case quantityType:
 		s, ok := reflect.TypeAssert[string](sv)
-		if !ok || !plainQuantity(s) {
+		if !ok {
 			return false, nil
 		}
-		q, err := resource.ParseQuantity(s)
+		q, plain, err := parsePlainQuantity(s)
 		switch {
+		case !plain:
+			return false, nil
 		case err != nil:
 		case dv.CanAddr():
 			// Through a pointer: a Quantity boxed for reflect.ValueOf is
@@ -155,12 +157,24 @@ func (c converter) common(sv, dv reflect.Value) (done bool, err error) {
 // quantity converts one value of a resource list: a plain string directly, any
 // other by the generic path (which needs the quantity on the heap).
 func (c converter) quantity(v any) (resource.Quantity, error) {
-	if s, ok := v.(string); ok && plainQuantity(s) {
-		return resource.ParseQuantity(s)
+	if s, ok := v.(string); ok {
+		if q, plain, err := parsePlainQuantity(s); plain {
+			return q, err
+		}
 	}
 	q := new(resource.Quantity)
 	err := c.value(reflect.ValueOf(v), reflect.ValueOf(q).Elem())
 	return *q, err
+}
+
+// parsePlainQuantity parses s when it is a plain quantity (plain is false, and
+// the generic path converts it, otherwise).
+func parsePlainQuantity(s string) (q resource.Quantity, plain bool, err error) {
+	if !plainQuantity(s) {
+		return q, false, nil
+	}
+	q, err = resource.ParseQuantity(s)
+	return q, true, err
 }
 
 // plainQuantity is true for a string of the characters a quantity is
