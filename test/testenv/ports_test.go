@@ -7,17 +7,12 @@ import (
 )
 
 // The ports handed out are below the ephemeral range, where no outgoing
-// connection takes its local port, and never one a listener holds.
+// connection takes its local port, and distinct when chosen together.
 func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
 	top := firstEphemeralPort()
 	if top-lowestPort < 1000 {
 		t.Skipf("the ephemeral range starts at %d: ports are the kernel's", top)
 	}
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
 	addrs, err := freeAddrs(50)
 	if err != nil {
 		t.Fatal(err)
@@ -33,8 +28,8 @@ func TestFreePortsAreBelowTheEphemeralRange(t *testing.T) {
 		_, p, _ := net.SplitHostPort(a)
 		port, _ := strconv.Atoi(p)
 		inRange(port)
-		if seen[a] || a == held.Addr().String() {
-			t.Errorf("%s handed out twice or while held", a)
+		if seen[a] {
+			t.Errorf("%s handed out twice", a)
 		}
 		seen[a] = true
 	}
