@@ -41,7 +41,8 @@ func fuzzSeeds() [][]byte {
 // same as a whole AdmissionReview body to the HTTP side. Nothing may panic (the
 // handler does not recover: a panic here would take a request down in the
 // server, contained only by Serve), and every answer carries the request's uid.
-// The review's answer over HTTP, its objects decoded with it, must be the
+// The review's answer over HTTP on either path (the validating one decodes the
+// objects with the review, the mutating one keeps their bytes) must be the
 // handler's on the review decoded in two steps (objects as raw bytes).
 // The seeds run with every `go test`; `make fuzz` runs it long.
 func FuzzHandle(f *testing.F) {
@@ -57,7 +58,7 @@ func FuzzHandle(f *testing.F) {
 	catalog := integrations.All()
 	paths := []*handlers.Handler{handlers.NewMutatingWorkloads(p, view, nil), handlers.NewValidatingWorkloads(p, view, nil)}
 	ops := []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete}
-	serve := handlers.Serve(paths[1], logr.Discard())
+	served := []http.Handler{handlers.Serve(paths[0], logr.Discard()), handlers.Serve(paths[1], logr.Discard())}
 
 	f.Fuzz(func(t *testing.T, obj []byte, kind, op uint8) {
 		in := catalog[int(kind)%len(catalog)]
@@ -74,19 +75,21 @@ func FuzzHandle(f *testing.F) {
 		}
 		// The same bytes as a whole review body, and inside one.
 		review := reviewJSON(t, ar)
-		serveBody(t, serve, obj)
-		served := serveBody(t, serve, review)
-		var decoded admissionv1.AdmissionReview
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(review, &decoded); err != nil || decoded.Request == nil {
-			return
-		}
-		twoStep := admission.Request{AdmissionRequest: *decoded.Request}
-		want := paths[1].Handle(t.Context(), twoStep)
-		if err := want.Complete(twoStep); err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(roundTrip(t, want.AdmissionResponse), served); diff != "" {
-			t.Fatalf("the review's answer differs from the handler's on its two-step decode (-handler +served):\n%s", diff)
+		for i, serve := range served {
+			serveBody(t, serve, obj)
+			got := serveBody(t, serve, review)
+			var decoded admissionv1.AdmissionReview
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(review, &decoded); err != nil || decoded.Request == nil {
+				return
+			}
+			twoStep := admission.Request{AdmissionRequest: *decoded.Request}
+			want := paths[i].Handle(t.Context(), twoStep)
+			if err := want.Complete(twoStep); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(roundTrip(t, want.AdmissionResponse), got); diff != "" {
+				t.Fatalf("the review's answer differs from the handler's on its two-step decode (-handler +served):\n%s", diff)
+			}
 		}
 	})
 }

@@ -113,6 +113,32 @@ var _ = DescribeTable("decoding a review with its objects reads what the two-ste
 	Entry("a response", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":5,"request":{"object":`+job+`}}`), false),
 )
 
+var _ = DescribeTable("decoding a review around its objects' bytes reads what the typed decode reads, or leaves the review to it",
+	func(body []byte, fast bool) {
+		ar, ok := decodeEnvelope(body)
+		Expect(ok).To(Equal(fast))
+		if !fast {
+			return
+		}
+		want, _, err := decodeReview(body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cmp.Diff(want, ar)).To(BeEmpty())
+	},
+	Entry("a CREATE", review(envelope+`,"operation":"CREATE","object":`+job), true),
+	Entry("an UPDATE, managed fields and all", review(envelope+`,"operation":"UPDATE","object":`+stored+`,"oldObject":`+job), true),
+	Entry("a DELETE with the old object only", review(envelope+`,"operation":"DELETE","oldObject":`+job), true),
+	Entry("a null object: no bytes", review(envelope+`,"operation":"CREATE","object":null`), true),
+	Entry("an object as written, whitespace inside kept", review(envelope+`,"operation":"CREATE","object": { "kind" : "Job" , "a":[ 1 ] } `), true),
+	Entry("keys repeated inside an object: its bytes", review(envelope+`,"operation":"CREATE","object":{"kind":"A","kind":"Job"}`), true),
+	Entry("an object that is an array: its bytes, refused later", review(envelope+`,"operation":"CREATE","object":[1]`), true),
+	Entry("an object repeated", review(envelope+`,"operation":"CREATE","object":{"kind":"A"},"object":`+job), false),
+	Entry("a field of the envelope repeated", review(envelope+`,"operation":"CREATE","dryRun":"x","dryRun":false,"object":`+job), false),
+	Entry("an object that is not JSON", review(envelope+`,"operation":"CREATE","object":{"kind":}`), false),
+	Entry("a field of the envelope of the wrong type", review(`"uid":7,"operation":"CREATE","object":`+job), false),
+	Entry("a v1beta1 review", []byte(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"object":`+job+`}}`), false),
+	Entry("a response", []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":5,"request":{"object":`+job+`}}`), false),
+)
+
 // typedEnvelope is the request of a review body as admissionv1's typed decoder
 // reads it, its objects and options aside, and whether it can.
 func typedEnvelope(body []byte) (admissionv1.AdmissionRequest, bool) {

@@ -34,9 +34,9 @@ const (
 // Serve is the HTTP side of one webhook path: an AdmissionReview v1 in, the
 // handler's answer out as an AdmissionReview v1. It does what
 // controller-runtime's admission.Webhook does, with less work per request —
-// one case-sensitive decode of the review straight into its typed form (with
-// its objects, for a path that reads them; as raw bytes for the mutating path,
-// which peeks at their labels first), no per-request logger unless
+// one case-sensitive pass over the review (with its objects decoded, for a path
+// that reads them; their bytes kept for the mutating path, which peeks at their
+// labels first), no per-request logger unless
 // something is logged, pooled buffers — because an admission webhook sits on
 // the write path of every job submission. A handler panic fails that request
 // with a 500 and never the server. logger is put into each request's context
@@ -212,6 +212,8 @@ func (s *reviewServer) readReview(r *http.Request, body *bytes.Buffer) (admissio
 		if req, objs, ok := decodeWithObjects(body.Bytes()); ok {
 			return req, objs, http.StatusOK, nil
 		}
+	} else if req, ok := decodeEnvelope(body.Bytes()); ok {
+		return req, nil, http.StatusOK, nil
 	}
 	req, status, err := decodeReview(body.Bytes())
 	return req, nil, status, err

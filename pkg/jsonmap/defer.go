@@ -24,15 +24,15 @@ type Deferred struct {
 // the object that an admission check rarely reads: decoding it was half the
 // cost of a stored 20 KB JobSet's review (BenchmarkDecode).
 //
-// Every path is uniqueTo keys long: keys must be unique along it (a repeated
-// parent would leave its last value in the map and its first one's member
-// deferred), and need not be inside a deferred value, which is skipped
+// Every path is at most uniqueTo keys long: keys must be unique along it (a
+// repeated parent would leave its last value in the map and its first one's
+// member deferred), and need not be inside a deferred value, which is skipped
 // rather than decoded.
 func ObjectDeferring(data []byte, uniqueTo int, paths [][]string) (m map[string]any, deferred []Deferred, ok bool) {
 	f := &deferring{paths: paths, raw: make([]Deferred, len(paths)), keys: make([]string, uniqueTo), keyed: make([]bool, uniqueTo)}
 	for _, p := range paths {
-		if len(p) != uniqueTo {
-			panic("jsonmap: a deferred path must be as deep as the keys are unique")
+		if len(p) == 0 || len(p) > uniqueTo {
+			panic("jsonmap: a deferred path must be no deeper than the keys are unique")
 		}
 	}
 	d := decoder{data: data, uniqueTo: uniqueTo, deferring: f}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,22 +15,31 @@ import (
 )
 
 // deferredPaths are the paths the specs defer, as the webhook defers an
-// AdmissionReview's objects' managedFields.
-var deferredPaths = [][]string{{"r", "o", "m", "f"}, {"r", "old", "m", "f"}}
+// AdmissionReview's objects' managedFields; shallowPaths are shallower than
+// keys are unique, as the mutating path defers the objects whole.
+var (
+	deferredPaths = [][]string{{"r", "o", "m", "f"}, {"r", "old", "m", "f"}}
+	shallowPaths  = [][]string{{"r", "o"}, {"r", "old"}}
+)
 
 // deferredAgree fails unless ObjectDeferring declines what ObjectUniqueTo
 // declines, and its map with each deferred value decoded (Value) and put back
-// is ObjectUniqueTo's.
-func deferredAgree(data []byte, uniqueTo int) error {
+// is ObjectUniqueTo's. Inside a deferred value keys need not be unique: there
+// ObjectDeferring may take what ObjectUniqueTo declines, and its map with the
+// values put back is then Object's (a repeated key's last value).
+func deferredAgree(data []byte, uniqueTo int, paths [][]string) error {
 	want, wantOK := ObjectUniqueTo(data, uniqueTo)
-	got, raw, ok := ObjectDeferring(data, uniqueTo, deferredPaths)
+	got, raw, ok := ObjectDeferring(data, uniqueTo, paths)
+	if ok && !wantOK && slices.ContainsFunc(paths, func(p []string) bool { return len(p) < uniqueTo }) {
+		want, wantOK = Object(data)
+	}
 	if ok != wantOK {
 		return fmt.Errorf("deferring decodes %q: %t, ObjectUniqueTo: %t", data, ok, wantOK)
 	}
 	if !ok {
 		return nil
 	}
-	for i, p := range deferredPaths {
+	for i, p := range paths {
 		if raw[i].JSON == nil {
 			continue
 		}
@@ -89,7 +99,8 @@ func writtenShape(data []byte) (depth, values int) {
 
 var _ = DescribeTable("deferring values: the same map once they are put back, declining what Object declines",
 	func(data string, decodes bool, deferred ...string) {
-		Expect(deferredAgree([]byte(data), 4)).To(Succeed())
+		Expect(deferredAgree([]byte(data), 4, deferredPaths)).To(Succeed())
+		Expect(deferredAgree([]byte(data), 4, shallowPaths)).To(Succeed())
 		_, raw, ok := ObjectDeferring([]byte(data), 4, deferredPaths)
 		Expect(ok).To(Equal(decodes))
 		if !ok {
@@ -132,7 +143,8 @@ var _ = DescribeTable("deferring values: the same map once they are put back, de
 var _ = It("defers nesting no deeper than the decoder's bound", func() {
 	for _, depth := range []int{maxDepth - 5, maxDepth - 4, maxDepth} {
 		data := `{"r":{"o":{"m":{"f":` + nested(depth) + `}}}}`
-		Expect(deferredAgree([]byte(data), 4)).To(Succeed(), "depth %d", depth)
+		Expect(deferredAgree([]byte(data), 4, deferredPaths)).To(Succeed(), "depth %d", depth)
+		Expect(deferredAgree([]byte(data), 4, shallowPaths)).To(Succeed(), "depth %d", depth)
 	}
 	_, _, ok := ObjectDeferring([]byte(`{"r":{"o":{"m":{"f":`+nested(maxDepth-4)+`}}}}`), 4, deferredPaths)
 	Expect(ok).To(BeTrue())
@@ -149,18 +161,45 @@ func nested(n int) string {
 	return s
 }
 
-var _ = It("refuses a path other than as deep as keys are unique", func() {
+var _ = It("refuses a path deeper than keys are unique, or empty", func() {
 	Expect(func() { ObjectDeferring([]byte(`{}`), 3, deferredPaths) }).To(Panic())
-	Expect(func() { ObjectDeferring([]byte(`{}`), 5, deferredPaths) }).To(Panic())
+	Expect(func() { ObjectDeferring([]byte(`{}`), 4, [][]string{{}}) }).To(Panic())
+	Expect(func() { ObjectDeferring([]byte(`{}`), 5, deferredPaths) }).NotTo(Panic())
 })
+
+var _ = DescribeTable("deferring a value shallower than keys are unique",
+	func(data string, decodes bool, deferred ...string) {
+		Expect(deferredAgree([]byte(data), 4, shallowPaths)).To(Succeed())
+		_, raw, ok := ObjectDeferring([]byte(data), 4, shallowPaths)
+		Expect(ok).To(Equal(decodes))
+		if !ok {
+			return
+		}
+		kept := []string{}
+		for _, r := range raw {
+			if r.JSON != nil {
+				kept = append(kept, string(r.JSON))
+			}
+		}
+		Expect(kept).To(ConsistOf(deferred))
+	},
+	Entry("both, kept as written", `{"r":{"o":{"m":{"f":[1]}},"old":null,"u":{"n":{"a":1}}}}`, true, `{"m":{"f":[1]}}`, `null`),
+	Entry("keys inside need not be unique", `{"r":{"o":{"m":1,"m":2}}}`, true, `{"m":1,"m":2}`),
+	Entry("keys beside it must be", `{"r":{"o":{},"u":{"n":1,"n":2}}}`, false),
+	Entry("a repeated deferred key", `{"r":{"o":{},"o":{}}}`, false),
+	Entry("what does not decode inside", `{"r":{"o":{"m":[1,]}}}`, false),
+)
 
 // FuzzDecodeDeferring holds ObjectDeferring to ObjectUniqueTo on any bytes.
 func FuzzDecodeDeferring(f *testing.F) {
 	f.Add([]byte(`{"r":{"o":{"m":{"a":1,"f":[{"x":{"k:{\"name\":\"a\"}":{}}}]}},"old":{"m":{"f":"\u00e9"}}}}`))
 	f.Add([]byte(`{"r":{"o":{"m":{"f":{"a":{"b":1,"b":2}}}}}}`))
+	f.Add([]byte(`{"r":{"o":{"m":1,"m":2},"u":{"n":{"a":1}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := deferredAgree(data, 4); err != nil {
-			t.Fatal(err)
+		for _, paths := range [][][]string{deferredPaths, shallowPaths} {
+			if err := deferredAgree(data, 4, paths); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
