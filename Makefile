@@ -37,7 +37,7 @@ BENCH_FLAGS  ?=
 # make test briefly: FUZZ_SMOKE_TIME is a count of executions ("Nx"), not a
 # duration, because a duration is a deadline that a stalled worker on a loaded
 # 2-core machine misses and reports as a failure with no crasher.
-FUZZ_TARGETS    := ./pkg/workload:FuzzFromUnstructured ./pkg/handlers:FuzzHandle ./pkg/handlers:FuzzEnvelope ./pkg/policies:FuzzBuildInput ./pkg/policies:FuzzProjectedDecisions ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect ./pkg/config:FuzzDecode ./pkg/jsonmap:FuzzDecode ./pkg/jsonmap:FuzzDecodeDeferring
+FUZZ_TARGETS    := ./pkg/workload:FuzzFromUnstructured ./pkg/handlers:FuzzHandle ./pkg/handlers:FuzzEnvelope ./pkg/policies:FuzzBuildInput ./pkg/policies:FuzzProjectedDecisions ./pkg/review:FuzzParse ./pkg/kueuecontroller:FuzzDetect ./pkg/config:FuzzDecode ./pkg/jsonmap:FuzzDecode ./pkg/jsonmap:FuzzDecodeDeferring ./pkg/jsonmap:FuzzAt
 FUZZTIME        ?= 10m
 FUZZ_SMOKE_TIME ?= 2000x
 # make soak: kueue-guard built with -race under 80% of its throughput for

@@ -8,6 +8,7 @@ package workload
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/kueue-guard/kueue-guard/pkg/integrations"
+	"github.com/kueue-guard/kueue-guard/pkg/jsonmap"
 )
 
 // Labels returns the label map that holds the kind's queue label (nil when absent
@@ -416,36 +417,29 @@ func comparePaths(a, b []any) int {
 	return cmp.Compare(len(a), len(b))
 }
 
-// ownLabelsPeek is the part of an object a peek decodes: the labels at both
-// queue-label places the catalog has (the object's own metadata, a CronJob's
-// job template's).
-type ownLabelsPeek struct {
-	Metadata struct {
-		Labels map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
-		JobTemplate struct {
-			Metadata struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-		} `json:"jobTemplate"`
-	} `json:"spec"`
-}
-
 // PeekOwnLabels reads, from the object's JSON, only the labels at the kind's own
 // queue-label place (OwnLabel's map), without decoding the rest: what the
 // mutating path needs to see that it has nothing to do. It decodes
-// case-sensitively, as the API server does; an error means "decode it fully".
+// case-sensitively, as the API server does; an error means "decode it fully",
+// which also reads what the peek declines (labels that are not strings, a key
+// repeated on the way to them).
 func PeekOwnLabels(raw []byte, in *integrations.Integration) (map[string]string, error) {
-	var p ownLabelsPeek
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &p); err != nil {
-		return nil, err
+	v, found, ok := jsonmap.At(raw, in.LabelsPath())
+	if !ok {
+		return nil, errors.New("the object's labels cannot be peeked at")
 	}
-	switch path := in.QueueLabelPath; {
-	case len(path) == 1 && path[0] == "metadata":
-		return p.Metadata.Labels, nil
-	case slices.Equal(path, []string{"spec", "jobTemplate", "metadata"}):
-		return p.Spec.JobTemplate.Metadata.Labels, nil
+	if !found || v == nil {
+		return nil, nil
 	}
-	return nil, fmt.Errorf("internal error: no peek for the queue-label place %v", in.QueueLabelPath)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the object's labels are not an object")
+	}
+	labels := make(map[string]string, len(m))
+	for k, v := range m {
+		if labels[k], ok = v.(string); !ok {
+			return nil, fmt.Errorf("the object's label %q is not a string", k)
+		}
+	}
+	return labels, nil
 }
