@@ -105,9 +105,16 @@ func (h KueueHolder) Mutate(_ context.Context, req *Request, t Target, view clus
 	if held, _ := workload.Held(req.Object, t.Integration); held && t.Integration.Suspension.Field != nil {
 		return nil
 	}
-	// Held on a copy: an object that cannot be held (a spec that is not an
-	// object) is left as it came, and the validating half refuses it.
-	obj := req.Object.DeepCopy()
+	// An object that cannot be held (a spec that is not an object) is left as
+	// it came, and the validating half refuses it. One field is set whole or
+	// not at all, so it is set on the path's own object (copied only when
+	// shared); a hold of several parts is made on a copy.
+	var obj *unstructured.Unstructured
+	if t.Integration.Suspension.Field != nil {
+		obj = req.writable()
+	} else {
+		obj = req.Object.DeepCopy()
+	}
 	ops, err := workload.Hold(obj, t.Integration)
 	if err != nil || len(ops) == 0 {
 		return nil //nolint:nilerr // refused by the validating half, with the reason
