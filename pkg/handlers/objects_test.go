@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -225,3 +226,26 @@ func FuzzEnvelope(f *testing.F) {
 		}
 	})
 }
+
+var _ = DescribeTable("a patch is encoded as json.Marshal encodes its operations, byte for byte",
+	func(ops ...jsonpatch.Operation) {
+		want, err := json.Marshal(ops)
+		Expect(err).NotTo(HaveOccurred())
+		got, err := patchJSON(ops)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(got)).To(Equal(string(want)))
+	},
+	Entry("a label added, a map, a flag", jsonpatch.NewOperation("add", "/metadata/labels/kueue.x-k8s.io~1queue-name", "q"),
+		jsonpatch.NewOperation("add", "/metadata/labels", map[string]any{"a": "<b>&", "z": int64(1)}),
+		jsonpatch.NewOperation("replace", "/spec/suspend", true), jsonpatch.NewOperation("replace", "/spec/suspend", false)),
+	Entry("null values of an add and a replace", jsonpatch.NewOperation("add", "/a", nil), jsonpatch.NewOperation("replace", "/b", nil)),
+	Entry("a remove, with no value", jsonpatch.NewOperation("remove", "/metadata/labels/a", nil)),
+	Entry("a test and a move with values", jsonpatch.NewOperation("test", "/a", "x"), jsonpatch.Operation{Operation: "move", Path: "/b"}),
+	Entry("empty values", jsonpatch.NewOperation("add", "/a", map[string]any{}), jsonpatch.NewOperation("add", "/b", []any{}),
+		jsonpatch.NewOperation("add", "/c", "")),
+)
+
+var _ = It("refuses a patch value JSON cannot hold", func() {
+	_, err := patchJSON([]jsonpatch.Operation{jsonpatch.NewOperation("add", "/a", make(chan int))})
+	Expect(err).To(HaveOccurred())
+})

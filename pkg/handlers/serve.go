@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
@@ -178,12 +179,49 @@ func (s *reviewServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := logr.NewContext(r.Context(), s.logger)
 	resp := s.handle(ctx, req, objs)
-	if err := resp.Complete(req); err != nil {
+	if err := complete(&resp, req); err != nil {
 		// The patch did not marshal: refuse rather than admit unmutated.
 		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("internal error: encoding the patch: %w", err))
 		_ = resp.Complete(req)
 	}
 	writeReview(w, resp.AdmissionResponse)
+}
+
+// complete is admission.Response.Complete with the patch encoded by patchJSON.
+func complete(resp *admission.Response, req admission.Request) error {
+	if len(resp.Patches) > 0 {
+		patch, err := patchJSON(resp.Patches)
+		if err != nil {
+			return err
+		}
+		patchType := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType, resp.Patches = patch, &patchType, nil
+	}
+	return resp.Complete(req)
+}
+
+// wireOperation is a JSON patch operation as jsonpatch.Operation.MarshalJSON
+// writes it: the value of an add or a replace even when null, of the others
+// only when set.
+type wireOperation struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value *any   `json:"value,omitempty"`
+}
+
+// patchJSON is json.Marshal(ops), byte for byte, in one encoding: through each
+// operation's MarshalJSON encoding/json validates and compacts every
+// operation's output again, a tenth of what a Job CREATE that gets a patch
+// cost (BenchmarkHandler mutate).
+func patchJSON(ops []jsonpatch.Operation) ([]byte, error) {
+	wire := make([]wireOperation, len(ops))
+	for i := range ops {
+		wire[i] = wireOperation{Op: ops[i].Operation, Path: ops[i].Path}
+		if ops[i].Value != nil || ops[i].Operation == "add" || ops[i].Operation == "replace" {
+			wire[i].Value = &ops[i].Value
+		}
+	}
+	return json.Marshal(wire)
 }
 
 // handle runs the handler with a panic contained to this request.
