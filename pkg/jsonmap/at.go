@@ -39,15 +39,9 @@ func (d *decoder) find(path []string) (v any, found, ok bool) {
 			return false
 		}
 		k, ok := d.string()
-		if !ok {
+		if !ok || !d.colon() {
 			return false
 		}
-		d.space()
-		if !d.at(':') {
-			return false
-		}
-		d.i++
-		d.space()
 		if k != path[0] {
 			return d.skip()
 		}

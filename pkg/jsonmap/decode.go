@@ -76,6 +76,17 @@ type decoder struct {
 
 func (d *decoder) at(c byte) bool { return d.i < len(d.data) && d.data[d.i] == c }
 
+// colon passes the ':' after an object's key, and the space around it.
+func (d *decoder) colon() bool {
+	d.space()
+	if !d.at(':') {
+		return false
+	}
+	d.i++
+	d.space()
+	return true
+}
+
 func (d *decoder) space() {
 	for d.i < len(d.data) {
 		switch d.data[d.i] {
@@ -140,15 +151,9 @@ func (d *decoder) object() (map[string]any, bool) {
 			return nil, false
 		}
 		k, ok := d.string()
-		if !ok {
+		if !ok || !d.colon() {
 			return nil, false
 		}
-		d.space()
-		if !d.at(':') {
-			return nil, false
-		}
-		d.i++
-		d.space()
 		if !d.member(m, k) {
 			return nil, false
 		}

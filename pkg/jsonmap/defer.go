@@ -132,15 +132,9 @@ func (d *decoder) skip() bool {
 // ObjectDeferring).
 func (d *decoder) skipObject() bool {
 	return d.skipMembers('}', func() bool {
-		if !d.at('"') || !d.skipString() {
+		if !d.at('"') || !d.skipString() || !d.colon() {
 			return false
 		}
-		d.space()
-		if !d.at(':') {
-			return false
-		}
-		d.i++
-		d.space()
 		return d.skip()
 	})
 }
