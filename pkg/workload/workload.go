@@ -9,7 +9,6 @@ package workload
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -420,9 +419,10 @@ func comparePaths(a, b []any) int {
 // PeekOwnLabels reads, from the object's JSON, only the labels at the kind's own
 // queue-label place (OwnLabel's map), without decoding the rest: what the
 // mutating path needs to see that it has nothing to do. It decodes
-// case-sensitively, as the API server does; an error means "decode it fully",
-// which also reads what the peek declines (labels that are not strings, a key
-// repeated on the way to them).
+// case-sensitively, as the API server does, and reads the labels as Labels
+// reads the decoded object; an error means "decode it fully", which also reads
+// what the peek declines (labels that are not all strings, a key repeated on
+// the way to them).
 func PeekOwnLabels(raw []byte, in *integrations.Integration) (map[string]string, error) {
 	v, found, ok := jsonmap.At(raw, in.LabelsPath())
 	if !ok {
@@ -431,15 +431,10 @@ func PeekOwnLabels(raw []byte, in *integrations.Integration) (map[string]string,
 	if !found || v == nil {
 		return nil, nil
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("the object's labels are not an object")
+	// The labels alone, where the decoded object has them.
+	obj := &unstructured.Unstructured{Object: nestedValue(in.QueueLabelPath, "labels", v)}
+	if _, ok := ownLabels(obj, in); !ok {
+		return nil, errors.New("the object's labels are not an object of strings")
 	}
-	labels := make(map[string]string, len(m))
-	for k, v := range m {
-		if labels[k], ok = v.(string); !ok {
-			return nil, fmt.Errorf("the object's label %q is not a string", k)
-		}
-	}
-	return labels, nil
+	return Labels(obj, in), nil
 }
