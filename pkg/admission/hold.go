@@ -106,11 +106,11 @@ func (h KueueHolder) Mutate(_ context.Context, req *Request, t Target, view clus
 		return nil
 	}
 	// An object that cannot be held (a spec that is not an object) is left as
-	// it came, and the validating half refuses it. One field is set whole or
-	// not at all, so it is set on the path's own object (copied only when
-	// shared); a hold of several parts is made on a copy.
+	// it came, and the validating half refuses it: a hold made whole or not
+	// at all is made on the path's own object (copied only when shared), any
+	// other on a copy.
 	var obj *unstructured.Unstructured
-	if t.Integration.Suspension.Field != nil {
+	if workload.HoldsWhole(t.Integration) {
 		obj = req.writable()
 	} else {
 		obj = req.Object.DeepCopy()

@@ -124,6 +124,12 @@ func Held(obj *unstructured.Unstructured, in *integrations.Integration) (bool, s
 	return true, ""
 }
 
+// HoldsWhole reports whether Hold leaves obj as it was when it fails, so that
+// it may hold the object a caller will use either way: a kind held by one
+// field is (setValue walks the existing maps before it changes anything); a
+// hold of several parts (a Pod's, a pod template's) may fail after its first.
+func HoldsWhole(in *integrations.Integration) bool { return holdField(in) != nil }
+
 // Hold sets Kueue's hold on a new workload of the kind, returning the patch;
 // none when it is already held as Kueue would hold it.
 func Hold(obj *unstructured.Unstructured, in *integrations.Integration) ([]jsonpatch.Operation, error) {

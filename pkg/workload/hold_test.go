@@ -78,16 +78,37 @@ var _ = Describe("Kueue's hold", func() {
 		Expect(pod.GetAnnotations()).To(HaveKeyWithValue("kueue.x-k8s.io/role-hash", Not(BeEmpty())))
 	})
 
-	It("refuses to hold what is not an object, leaving the object as it was", func() {
+	It("refuses to hold what is not an object", func() {
 		pod := fixtures.Pod("t", "p").Queue("q").Set("nope", "spec", "containers").Obj()
-		before := pod.DeepCopy()
-		_, err := workload.Hold(pod.DeepCopy(), lookup(pod))
+		_, err := workload.Hold(pod, lookup(pod))
 		Expect(err).To(HaveOccurred())
-		Expect(pod).To(Equal(before))
 		job := fixtures.Job("t", "j").Queue("q").Obj()
 		job.Object["spec"] = "not an object"
 		_, err = workload.Hold(job, lookup(job))
 		Expect(err).To(HaveOccurred())
+	})
+
+	// The mutating path holds these kinds on its own object, trusting that a
+	// failed hold changed nothing.
+	It("leaves an object it cannot hold as it was, for every kind it holds whole", func() {
+		whole := 0
+		for _, o := range fixtures.EveryKind("t") {
+			in := lookup(o.Obj())
+			if !workload.HoldsWhole(in) {
+				continue
+			}
+			whole++
+			field, base := in.Suspension.Field, o.Queue("q").Obj()
+			for depth := 1; depth < len(field); depth++ {
+				obj := base.DeepCopy()
+				Expect(unstructured.SetNestedField(obj.Object, "not an object", field[:depth]...)).To(Succeed())
+				before := obj.DeepCopy()
+				_, err := workload.Hold(obj, in)
+				Expect(err).To(HaveOccurred(), "%s with %v not an object", in.GVK.Kind, field[:depth])
+				Expect(cmp.Diff(before, obj)).To(BeEmpty(), "%s with %v not an object", in.GVK.Kind, field[:depth])
+			}
+		}
+		Expect(whole).To(BeNumerically(">", 5))
 	})
 })
 
