@@ -75,19 +75,22 @@ func FuzzHandle(f *testing.F) {
 		}
 		// The same bytes as a whole review body, and inside one.
 		review := reviewJSON(t, ar)
+		got := make([]*admissionv1.AdmissionResponse, len(served))
 		for i, serve := range served {
 			serveBody(t, serve, obj)
-			got := serveBody(t, serve, review)
-			var decoded admissionv1.AdmissionReview
-			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(review, &decoded); err != nil || decoded.Request == nil {
-				return
-			}
-			twoStep := admission.Request{AdmissionRequest: *decoded.Request}
-			want := paths[i].Handle(t.Context(), twoStep)
+			got[i] = serveBody(t, serve, review)
+		}
+		var decoded admissionv1.AdmissionReview
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(review, &decoded); err != nil || decoded.Request == nil {
+			return
+		}
+		twoStep := admission.Request{AdmissionRequest: *decoded.Request}
+		for i, h := range paths {
+			want := h.Handle(t.Context(), twoStep)
 			if err := want.Complete(twoStep); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(roundTrip(t, want.AdmissionResponse), got); diff != "" {
+			if diff := cmp.Diff(roundTrip(t, want.AdmissionResponse), got[i]); diff != "" {
 				t.Fatalf("the review's answer differs from the handler's on its two-step decode (-handler +served):\n%s", diff)
 			}
 		}
