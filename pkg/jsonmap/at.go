@@ -15,6 +15,7 @@ func At(data []byte, path []string) (v any, found, ok bool) {
 	if len(path) == 0 {
 		panic("jsonmap: At needs a path")
 	}
+	// skip tallies what it skips in a deferring's counts; At reads none.
 	d := decoder{data: data, deferring: &deferring{}}
 	d.space()
 	if !d.at('{') {
