@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -74,6 +75,33 @@ func BenchmarkEvaluateShippedJobSet(b *testing.B) {
 	extra[0].(map[string]any)["replicas"] = int64(1)
 	Expect(unstructured.SetNestedSlice(js.Object, append(jobs, extra[0]), "spec", "replicatedJobs")).To(Succeed())
 	benchValidate(b, e, createRequest(js), benchCluster("0"))
+}
+
+// BenchmarkEvaluateShippedDistinctJobs evaluates the shipped set on Jobs that
+// differ as make bench's distinct-workload streams' do (their cpu request, a
+// label of their own) and request no GPU, as most do: a stream's
+// evaluations, which no decision can be reused for.
+func BenchmarkEvaluateShippedDistinctJobs(b *testing.B) {
+	RegisterTestingT(b)
+	view := benchCluster("0")
+	inputs := make([]ast.Value, 256)
+	for i := range inputs {
+		j := fixtures.Job("ml", "j").Queue("lq").Label("kueue.x-k8s.io/max-exec-time-seconds", "3600").
+			Label("app.kubernetes.io/instance", "shape-"+strconv.Itoa(i)).
+			Requests("cpu", strconv.Itoa(1000+i)+"m").Requests("memory", "1Gi").Parallelism(3).Obj()
+		var err error
+		inputs[i], err = policies.BuildInput(b.Context(), createRequest(j), admission.Target{}, view)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	e := loadedEngine(shippedDir, noDecisionCache)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if res := e.Evaluate(b.Context(), inputs[i%len(inputs)]); len(res.Failures) > 0 {
+			b.Fatal(res.Failures)
+		}
+		i++
+	}
 }
 
 func BenchmarkEvaluateNPolicies(b *testing.B) {
