@@ -8,6 +8,7 @@
 #   else data.kueue_guard.config.max_gpus.default; without any of them there is no
 #   limit. GPU resources are data.kueue_guard.config.gpu_resources: names, or prefixes ending in "*"
 #   (nvidia.com/mig-* counts every MIG profile); by default the common vendors' devices and MIG profiles.
+#   A workload that requests no GPU is never denied, whatever the limit.
 # schemas:
 #   - input: schema.input
 # custom:
@@ -25,10 +26,10 @@ max_gpus_label := "kueue-guard.io/max-gpus"
 # Kueue may admit a partially admissible job whole when quota allows. A
 # resource is counted once, however many entries of gpu_resources cover it.
 # A GPU resource is one lib.gpu_resources names, or one a prefix it lists
-# covers: two comprehensions, as a function call per resource would cost more
-# than the match itself.
+# covers: a built-in and a comprehension, as a function call per resource would
+# cost more than the match itself.
 gpus := object.union(
-	{r: n | some r, n in input.workload.unitRequests; r in lib.gpu_resources},
+	object.filter(input.workload.unitRequests, lib.gpu_resources),
 	{r: n | some r, n in input.workload.unitRequests; strings.any_prefix_match(r, lib.gpu_prefixes)},
 )
 
@@ -44,7 +45,9 @@ what := "each pod requests" if input.workload.admissionUnit == "pod"
 
 what := "each group requests" if input.workload.admissionUnit == "group"
 
-label_value := input.namespace.labels[max_gpus_label]
+# The key is written out (max_gpus_label): a key from a rule reads every
+# label of the namespace, and a decision is reused only for equal inputs.
+label_value := input.namespace.labels["kueue-guard.io/max-gpus"]
 
 valid_label if regex.match(`^[0-9]+$`, label_value)
 
@@ -60,6 +63,7 @@ limit := to_number(label_value) if {
 
 deny contains msg if {
 	lib.judged == true
+	requested > 0 # most workloads: the limit is never looked up
 	requested > limit
 	msg := sprintf(
 		"%s %v GPUs (%s) but namespace %q allows at most %v per workload",
@@ -69,7 +73,7 @@ deny contains msg if {
 
 warn contains msg if {
 	lib.judged == true
-	label_value
+	input.namespace.labels["kueue-guard.io/max-gpus"] # label_value, without a rule's evaluation on every request
 	not valid_label
 	msg := sprintf("namespace label %s=%q is not a whole number and is ignored", [max_gpus_label, label_value])
 }

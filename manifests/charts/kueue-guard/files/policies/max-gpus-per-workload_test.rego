@@ -111,3 +111,9 @@ test_the_defaults_cover_the_common_vendors if {
 		with data.kueue_guard.config as {"max_gpus": {"default": 8}}
 	contains(msg, "requests 9 GPUs (google.com/tpu, gpu.intel.com/xe, habana.ai/gaudi)")
 }
+
+test_no_gpus_below_a_limit_below_zero if {
+	cfg := object.union(config, {"max_gpus": {"default": -1}})
+	count(policy.deny) == 0 with input as request("ml", {}, {"cpu": 4}) with data.kueue_guard.config as cfg
+	count(policy.deny) == 1 with input as request("ml", {}, {"nvidia.com/gpu": 1}) with data.kueue_guard.config as cfg
+}
