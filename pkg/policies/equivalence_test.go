@@ -121,6 +121,35 @@ var _ = Describe("The decision cache", func() {
 		Expect(hits(e)).To(Equal(1.0))
 	})
 
+	It("reuses the answer for a workload of the same shape with labels of its own, and not for one whose label a policy reads", func(ctx SpecContext) {
+		e := loadedEngine(shippedDir)
+		full := loadedEngine(shippedDir, noDecisionCache)
+		step := policies.NewStep(e)
+		view := gpuCluster("0")
+		trial := func(name string, labels map[string]string) *admission.Request {
+			j := gpuJob(name, 2, "1")
+			for k, v := range labels {
+				j = fixtures.Object{Unstructured: j}.Label(k, v).Obj()
+			}
+			return createRequest(j)
+		}
+		// A sweep's trials: one shape, each with its own label.
+		first := trial("trial-1", map[string]string{"sweep.example/trial": "1"})
+		want := policyFindings(validateWith(step, first, view))
+		Expect(want).To(Equal(reference(ctx, full, first, view)))
+		second := trial("trial-2", map[string]string{"sweep.example/trial": "2", "team": "nlp"})
+		Expect(policyFindings(validateWith(step, second, view))).To(Equal(want))
+		Expect(hits(e)).To(Equal(1.0))
+		// Without the max-exec-time label the answer differs: a new decision.
+		bare := gpuJob("trial-3", 2, "1")
+		unstructured.RemoveNestedField(bare.Object, "metadata", "labels", "kueue.x-k8s.io/max-exec-time-seconds")
+		third := createRequest(bare)
+		got := policyFindings(validateWith(step, third, view))
+		Expect(got).To(Equal(reference(ctx, full, third, view)))
+		Expect(got).NotTo(Equal(want), "max-exec-time-required warns")
+		Expect(hits(e)).To(Equal(1.0))
+	})
+
 	DescribeTable("reuses the answer when only what no policy reads of the cluster changes: the queue's workload counts",
 		func(ctx SpecContext, versioned bool) {
 			e := loadedEngine(shippedDir)

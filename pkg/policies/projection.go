@@ -2,6 +2,7 @@ package policies
 
 import (
 	"github.com/open-policy-agent/opa/v1/ast"
+	"slices"
 )
 
 // InputPaths is what a policy set can read of its input, found in its compiled
@@ -128,13 +129,24 @@ type setFacts struct {
 	deterministic bool
 }
 
-// analyze reads the serving modules of a compiled set (tests are never loaded
-// to serve).
-func analyze(c *ast.Compiler) setFacts {
-	reads, deterministic := newReadPaths(c), true
+// analyze reads what the rules roots may evaluate read of input: the
+// policies' deny and warn rules and every rule they depend on (OPA's rule
+// graph, where a reference through a variable depends on every rule it may
+// select), so that a helper no policy calls (lib.rego's, for policies of the
+// users' own) widens no request's input. Whether the set is deterministic is
+// decided on every serving module (tests are never loaded to serve).
+func analyze(c *ast.Compiler, roots []*ast.Rule) setFacts {
+	deterministic := true
 	for _, m := range c.Modules {
-		reads.module(m)
 		deterministic = deterministic && !callsAny(m, nondeterministic)
+	}
+	reads := newReadPaths(c)
+	for _, r := range reachable(c, roots) {
+		if len(r.Head.Args) > 0 {
+			reads.function(r.Ref().GroundPrefix())
+		} else {
+			reads.rule(r, nil)
+		}
 	}
 	paths := reads.input
 	if !reads.bounded {
@@ -142,6 +154,42 @@ func analyze(c *ast.Compiler) setFacts {
 	}
 	paths.seal()
 	return setFacts{paths: paths, deterministic: deterministic}
+}
+
+// reachable are roots and the rules they depend on, every else branch
+// included.
+func reachable(c *ast.Compiler, roots []*ast.Rule) []*ast.Rule {
+	stack := slices.Clone(roots)
+	seen := map[*ast.Rule]bool{}
+	var out []*ast.Rule
+	for len(stack) > 0 {
+		r := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if r == nil || seen[r] {
+			continue
+		}
+		seen[r] = true
+		out = append(out, r)
+		stack = append(stack, r.Else)
+		for dep := range c.Graph.Dependencies(r) {
+			if d, ok := dep.(*ast.Rule); ok {
+				stack = append(stack, d)
+			}
+		}
+	}
+	return out
+}
+
+// entryRules are the rules a set's queries evaluate: each policy's deny and
+// warn.
+func entryRules(c *ast.Compiler, policies []*Policy) []*ast.Rule {
+	var out []*ast.Rule
+	for _, p := range policies {
+		for _, name := range []string{denyRule, warnRule} {
+			out = append(out, c.GetRulesExact(p.path.Append(ast.StringTerm(name)))...)
+		}
+	}
+	return out
 }
 
 func nondeterministic(op ast.Ref) bool {

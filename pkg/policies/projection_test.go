@@ -46,10 +46,49 @@ func analyzeSource(src string) setFacts {
 	c := ast.NewCompiler()
 	c.Compile(map[string]*ast.Module{"p.rego": mod})
 	Expect(c.Failed()).To(BeFalse(), "%v", c.Errors)
-	return analyze(c)
+	// Every rule of the module is an entry: the entries test what each reads.
+	return analyze(c, c.Modules["p.rego"].Rules)
+}
+
+// analyzeSet is what a set of modules reads from package p's deny and warn
+// rules, as the engine analyses a policy set.
+func analyzeSet(modules map[string]string) []string {
+	parsed := map[string]*ast.Module{}
+	for name, src := range modules {
+		mod, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: regoVersion})
+		Expect(err).NotTo(HaveOccurred())
+		parsed[name] = mod
+	}
+	c := ast.NewCompiler()
+	c.Compile(parsed)
+	Expect(c.Failed()).To(BeFalse(), "%v", c.Errors)
+	p := &Policy{path: ast.MustParseRef("data.p")}
+	return flatten(analyze(c, entryRules(c, []*Policy{p})).paths)
 }
 
 var _ = Describe("What a policy set reads of its input", func() {
+	DescribeTable("is what the rules its policies may evaluate read",
+		func(policy, lib string, want []string) {
+			got := analyzeSet(map[string]string{"p.rego": "package p\n\nimport data.lib\n\n" + policy,
+				"lib.rego": "package lib\n\n" + lib})
+			Expect(cmp.Diff(want, got)).To(BeEmpty())
+		},
+		Entry("a helper no policy calls reads nothing", `deny contains "x" if lib.queue == "q"`,
+			`queue := input.workload.queueName
+labels := input.object.metadata.labels`, []string{"workload.queueName"}),
+		Entry("through helpers calling helpers, functions and else branches", `deny contains "x" if lib.f(1)`,
+			`f(_) if g == "a"
+g := input.workload.kind.kind if input.request.operation == "CREATE"
+else := input.object.kind`, []string{"object.kind", "request.operation", "workload.kind.kind"}),
+		Entry("a computed rule name depends on every rule it may select", `deny contains "x" if {
+	some name in input.request.names
+	data.lib[name] == 1
+}`, `a := input.workload.a
+b := input.workload.b`, []string{"request.names.*", "workload.a", "workload.b"}),
+		Entry("a warn rule is an entry too", `warn contains "x" if lib.w`,
+			`w if input.workload.grows`, []string{"workload.grows"}),
+	)
+
 	DescribeTable("is every reference to input, followed through variables and functions",
 		func(rules string, want []string, deterministic bool) {
 			got := analyzeSource("package p\n\nimport data.lib\n\n" + rules)
@@ -134,10 +173,13 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 		Expect(set.facts.deterministic).To(BeTrue())
 		read := flatten(set.facts.paths)
 		for _, p := range []string{"object", "oldObject", "object.metadata", "object.metadata.name", "object.metadata.uid",
-			"request", "request.uid", "request.name"} {
+			"request", "request.uid", "request.name", "object.metadata.labels", "namespace.labels"} {
 			Expect(read).NotTo(ContainElement(p))
 		}
-		Expect(read).To(ContainElements("object.metadata.labels", "workload.queueName"))
+		// Labels are read by their keys: a label of a workload's own (a
+		// sweep's trial) or of its namespace leaves the input as it was.
+		Expect(read).To(ContainElements("object.metadata.labels.kueue.x-k8s.io/max-exec-time-seconds",
+			"namespace.labels.kueue-guard.io/max-gpus", "workload.queueName"))
 		// A pod spec's containers are read field by field: their environment,
 		// image and command are never converted.
 		for _, p := range []string{"workload", "workload.podSpecs.*", "workload.jobSpecs.*", "workload.podSpecs.*.containers.*",

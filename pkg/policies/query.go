@@ -155,7 +155,7 @@ func buildSet(ctx context.Context, dir string, snap *snapshot, caps *ast.Capabil
 		return nil, &LoadError{Dir: dir, Problems: problems(dir, err)}
 	}
 	s.subsets = map[string]*lazyQuery{}
-	s.facts = analyze(c.compiler)
+	s.facts = analyze(c.compiler, entryRules(c.compiler, policies))
 	if s.facts.deterministic {
 		s.decisions = newDecisionCache(cacheSize)
 	}

@@ -56,19 +56,6 @@ func newReadPaths(c *ast.Compiler) *readPaths {
 		params: map[string][]*InputPaths{}}
 }
 
-// module records what every rule of m reads.
-func (a *readPaths) module(m *ast.Module) {
-	for _, r := range m.Rules {
-		if len(r.Head.Args) > 0 {
-			a.function(r.Ref().GroundPrefix())
-			continue
-		}
-		for ; r != nil; r = r.Else {
-			a.rule(r, nil)
-		}
-	}
-}
-
 // function analyses a function once and returns its parameters' reads.
 func (a *readPaths) function(ref ast.Ref) []*InputPaths {
 	name := ref.String()
