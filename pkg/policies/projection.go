@@ -1,8 +1,9 @@
 package policies
 
 import (
-	"github.com/open-policy-agent/opa/v1/ast"
 	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // InputPaths is what a policy set can read of its input, found in its compiled
