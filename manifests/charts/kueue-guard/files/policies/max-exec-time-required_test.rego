@@ -26,3 +26,16 @@ test_cronjob_reads_the_job_template if {
 test_never_denies if {
 	not policy.deny with input as inp("Job", {})
 }
+
+# The policy reads the label by its key written out: it must be lib's.
+test_label_key_is_libs if {
+	count(policy.warn) == 0 with input as inp("Job", {data.kueue_guard.lib.max_exec_time_label: "60"})
+	count(policy.warn) == 0 with input as inp("CronJob", {data.kueue_guard.lib.max_exec_time_label: "60"})
+}
+
+test_cronjob_label_on_itself_only_warns if {
+	count(policy.warn) == 1 with input as {
+		"request": {"operation": "CREATE", "kind": {"group": "batch", "version": "v1", "kind": "CronJob"}},
+		"object": {"metadata": {"labels": {"kueue.x-k8s.io/max-exec-time-seconds": "60"}}, "spec": {"jobTemplate": {"metadata": {"labels": {}}}}},
+	}
+}

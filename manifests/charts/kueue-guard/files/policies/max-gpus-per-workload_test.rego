@@ -117,3 +117,9 @@ test_no_gpus_below_a_limit_below_zero if {
 	count(policy.deny) == 0 with input as request("ml", {}, {"cpu": 4}) with data.kueue_guard.config as cfg
 	count(policy.deny) == 1 with input as request("ml", {}, {"nvidia.com/gpu": 1}) with data.kueue_guard.config as cfg
 }
+
+# The label is read by its key written out: it must be max_gpus_label.
+test_label_key_is_the_constant if {
+	count(policy.deny) == 1 with input as request("big", {policy.max_gpus_label: "2"}, {"nvidia.com/gpu": 4})
+	count(policy.warn) == 1 with input as request("ml", {policy.max_gpus_label: "lots"}, {"cpu": 1})
+}
