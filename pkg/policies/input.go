@@ -239,6 +239,9 @@ func queueTerms(view cluster.View, namespace, queue string, frags *fragments, pa
 // request.
 func item(key string, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{keyTerm(key), v} }
 
+// keyTerms holds the terms of the names keyTerm is given, for the life of the
+// process: only names written in this package, never a key a requester wrote
+// (a label's, a resource's), or each new one would stay in it for good.
 var keyTerms sync.Map // string → *ast.Term
 
 func keyTerm(key string) *ast.Term {

@@ -29,6 +29,8 @@ func init() {
 		workload.PrioritySourceWorkload, workload.PrioritySourcePod, string(kueue.DefaultPodSetName),
 		string(corev1.ResourceCPU), string(corev1.ResourceMemory), string(corev1.ResourceEphemeralStorage),
 		string(corev1.ResourceStorage), string(corev1.ResourcePods),
+		// The accelerators the shipped policies count as GPUs by default.
+		"nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron", "google.com/tpu",
 	}
 	for _, in := range integrations.All() {
 		words = append(words, in.GVK.Group, in.GVK.Version, in.GVK.Kind, in.EffectiveFramework())

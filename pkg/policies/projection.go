@@ -19,6 +19,9 @@ type InputPaths struct {
 	// all is true when the whole value at this path is read.
 	all      bool
 	children map[string]*InputPaths
+	// key is this node's key under its parent as a term, made once when the
+	// set loads: a request's object is projected without a lookup for it.
+	key *ast.Term
 	// each is what is read under every key or index (a variable's part), also
 	// merged into each of children by seal.
 	each *InputPaths
@@ -82,7 +85,7 @@ func (p *InputPaths) next(k part) *InputPaths {
 	}
 	c := p.children[k.key]
 	if c == nil {
-		c = &InputPaths{}
+		c = &InputPaths{key: ast.StringTerm(k.key)}
 		p.children[k.key] = c
 	}
 	return c
@@ -301,12 +304,22 @@ func projectValue(v any, p *InputPaths) (ast.Value, error) {
 
 // projectMap walks the map's keys when every key is read into, else only the
 // keys read: a large map (an object's annotations) is not walked for one key.
+// A key the policies name is the term its paths keep; any other is the
+// requester's (a label's, a resource's) and gets a term of its own, as
+// ast.InterfaceToValue would give it: no table keeps it.
 func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
 	var out [][2]*ast.Term
 	add := func(k string, sub any) error {
-		val, err := projectValue(sub, p.child(k))
+		c := p.children[k]
+		key := str(k)
+		if c != nil {
+			key = c.key
+		} else {
+			c = p.each
+		}
+		val, err := projectValue(sub, c)
 		if err == nil {
-			out = append(out, [2]*ast.Term{keyTerm(k), ast.NewTerm(val)})
+			out = append(out, [2]*ast.Term{key, ast.NewTerm(val)})
 		}
 		return err
 	}
