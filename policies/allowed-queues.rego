@@ -27,20 +27,8 @@ listed := concat(", ", sort(allowed)) if count(allowed) > 0
 
 else := "none"
 
-# applies to a new workload, and to an update that moves it to another queue
-# (as Kueue reads the queue, pod templates included): lib.label_applies, but
-# reading only the queue, not the object's labels (for a label that is no
-# workload field, lib.label_changed compares them all). A decision is reused
-# only for requests equal in what the policies read.
-applies if lib.creating == true
-
-applies if {
-	input.request.operation == "UPDATE"
-	not input.oldWorkload.queueName == input.workload.queueName # not lib.same_as_before("queueName")
-}
-
 deny contains {"msg": msg, "field": lib.label_field(lib.queue_label)} if {
-	applies == true
+	lib.queue_applies == true
 	input.namespace.annotations[annotation]
 	not input.workload.queueName in allowed
 	msg := sprintf(

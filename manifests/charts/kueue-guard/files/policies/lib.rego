@@ -166,6 +166,33 @@ label_applies(key) if creating == true
 
 label_applies(key) if label_changed(key)
 
+# queue_applies: label_applies(queue_label), reading only what it needs of
+# the input: a new workload, or an update that moves it to another queue (as
+# Kueue reads the queue, pod templates included). label_applies takes any key,
+# so it may compare every label of the object and the old object; a decision
+# is reused only for requests equal in what the policies read, and a label of
+# a workload's own (a sweep's trial number) would make every workload new.
+queue_applies if creating == true
+
+queue_applies if {
+	input.request.operation == "UPDATE"
+	not input.oldWorkload.queueName == input.workload.queueName # same_as_before("queueName"), without priorityClass's reads
+}
+
+# max_exec_time_labeled: the object carries max_exec_time_label where Kueue
+# reads it (a CronJob's job template, else the object itself), as
+# labels[max_exec_time_label] says; the key is written out, for the same
+# reason: labels is read whole.
+max_exec_time_labeled if {
+	input.request.kind.kind == "CronJob"
+	input.object.spec.jobTemplate.metadata.labels["kueue.x-k8s.io/max-exec-time-seconds"]
+}
+
+max_exec_time_labeled if {
+	not input.request.kind.kind == "CronJob"
+	input.object.metadata.labels["kueue.x-k8s.io/max-exec-time-seconds"]
+}
+
 # label_field(key) is the field path of a label in the form the API server
 # prints field paths (apimachinery's field.Path), e.g.
 # metadata.labels[kueue.x-k8s.io/queue-name].

@@ -42,3 +42,23 @@ test_at_most_zero_of_no_quantity_is_false if {
 	not lib.at_most_zero(null)
 	not lib.at_most_zero({"cpu": 0})
 }
+
+test_queue_applies_to_new_workloads_and_queue_moves if {
+	lib.queue_applies with input as {"request": {"operation": "CREATE"}, "workload": {"queueName": "a"}}
+	lib.queue_applies with input as {"request": {"operation": "UPDATE"}, "workload": {"queueName": "b"}, "oldWorkload": {"queueName": "a"}}
+	not lib.queue_applies with input as {"request": {"operation": "UPDATE"}, "workload": {"queueName": "a"}, "oldWorkload": {"queueName": "a"}}
+
+	# An old object that could not be summarized: judged as new.
+	lib.queue_applies with input as {"request": {"operation": "UPDATE"}, "workload": {"queueName": "a"}, "oldWorkload": null}
+}
+
+test_max_exec_time_labeled_where_kueue_reads_the_label if {
+	labeled := {lib.max_exec_time_label: "600"}
+	lib.max_exec_time_labeled with input as {"request": {"kind": {"kind": "Job"}}, "object": {"metadata": {"labels": labeled}}}
+	not lib.max_exec_time_labeled with input as {"request": {"kind": {"kind": "Job"}}, "object": {"metadata": {"labels": {"team": "a"}}}}
+	cron := {"metadata": {}, "spec": {"jobTemplate": {"metadata": {"labels": labeled}}}}
+	lib.max_exec_time_labeled with input as {"request": {"kind": {"kind": "CronJob"}}, "object": cron}
+
+	# A CronJob's own labels are not its Jobs'.
+	not lib.max_exec_time_labeled with input as {"request": {"kind": {"kind": "CronJob"}}, "object": {"metadata": {"labels": labeled}, "spec": {"jobTemplate": {}}}}
+}
