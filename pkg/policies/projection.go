@@ -310,12 +310,11 @@ func projectValue(v any, p *InputPaths) (ast.Value, error) {
 func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
 	var out [][2]*ast.Term
 	add := func(k string, sub any) error {
-		c := p.children[k]
-		key := str(k)
+		c, key := p.children[k], (*ast.Term)(nil)
 		if c != nil {
 			key = c.key
 		} else {
-			c = p.each
+			c, key = p.each, str(k)
 		}
 		val, err := projectValue(sub, c)
 		if err == nil {
