@@ -68,8 +68,13 @@ type boundMetrics struct {
 
 type requestKey struct{ operation, decision string }
 
+// otherOperation counts the requests whose operation no API server sends: the
+// operation is the requester's to write, and a series per value would grow
+// the metrics without bound.
+const otherOperation admissionv1.Operation = "other"
+
 var (
-	operations = []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect}
+	operations = []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect, otherOperation}
 	decisions  = []string{decisionAllowed, decisionPatched, decisionDenied, decisionError}
 )
 
@@ -93,7 +98,7 @@ func (b *boundMetrics) observe(op admissionv1.Operation, decision string, took t
 	}
 	c, ok := b.requests[requestKey{string(op), decision}]
 	if !ok {
-		c = b.m.Requests.WithLabelValues(b.webhook, string(op), decision)
+		c = b.requests[requestKey{string(otherOperation), decision}]
 	}
 	c.Inc()
 	b.latency[decision].Observe(took.Seconds())

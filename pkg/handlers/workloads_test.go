@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -133,6 +134,39 @@ var _ = Describe("the workload handlers", func() {
 				return r
 			}()),
 	)
+
+	It("counts a request with an operation no API server sends under one series, however many it makes up", func() {
+		// Anyone who reaches the webhook's port can send a review: a made-up
+		// operation in each must not add a metric series each.
+		reg := prometheus.NewRegistry()
+		m, err := handlers.NewMetrics(reg)
+		Expect(err).NotTo(HaveOccurred())
+		raw, _ := json.Marshal(fixtures.Job("a", "w").Obj().Object)
+		for i := range 50 {
+			for _, h := range []*handlers.Handler{handlers.NewMutatingWorkloads(pipeline, view, m), handlers.NewValidatingWorkloads(pipeline, view, m)} {
+				h.Handle(context.Background(), request(admissionv1.Operation("MADE-UP-"+strconv.Itoa(i)), jobKind, raw))
+			}
+		}
+		families, err := reg.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		ops := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "kueue_guard_admission_requests_total" {
+				continue
+			}
+			for _, series := range f.GetMetric() {
+				for _, l := range series.GetLabel() {
+					if l.GetName() == "operation" {
+						ops[l.GetValue()] += series.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		Expect(ops).To(HaveKeyWithValue("other", 100.0))
+		for op := range ops {
+			Expect(op).To(BeElementOf("CREATE", "UPDATE", "DELETE", "CONNECT", "other"))
+		}
+	})
 
 	It("still reads, and refuses, an unreadable object the path would judge", func() {
 		for _, h := range []*handlers.Handler{handlers.NewMutatingWorkloads(pipeline, view, metrics), handlers.NewValidatingWorkloads(pipeline, view, metrics)} {
