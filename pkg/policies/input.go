@@ -198,12 +198,16 @@ func buildInput(req *admission.Request, t admission.Target, view cluster.View, f
 // paths read under its key, to build only those in turn.
 type fields struct {
 	paths *InputPaths
-	items [][2]*ast.Term
+	items *pairList // from the pool at the first key
 }
 
 func (f *fields) add(key string, build func(p *InputPaths) *ast.Term) {
 	if f.paths.reads(key) {
-		f.items = append(f.items, item(key, build(f.paths.child(key))))
+		v := build(f.paths.child(key))
+		if f.items == nil {
+			f.items = getPairs()
+		}
+		f.items.add(keyTerm(key), v)
 	}
 }
 
@@ -213,7 +217,12 @@ func (f *fields) set(key string, v func() *ast.Term) {
 	f.add(key, func(p *InputPaths) *ast.Term { return projectTerm(v(), p) })
 }
 
-func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
+func (f *fields) object() ast.Object {
+	if f.items == nil {
+		return ast.NewObject()
+	}
+	return f.items.object()
+}
 
 func (f *fields) term() *ast.Term { return ast.NewTerm(f.object()) }
 
@@ -346,7 +355,7 @@ func stringMapTerm(m map[string]string) *ast.Term {
 // policies. It is in the input so that policies never re-derive it from owner
 // references, which only a trusted controller's word makes true.
 func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured, p *InputPaths) *ast.Term {
-	f := fields{paths: p, items: make([][2]*ast.Term, 0, 17)}
+	f := fields{paths: p}
 	f.set("kind", func() *ast.Term { return gvkTerm(s.Kind) })
 	f.set("framework", func() *ast.Term { return str(s.Framework) })
 	f.set("queueName", func() *ast.Term { return str(s.QueueName) })
@@ -364,8 +373,8 @@ func summaryTerm(s *workload.Summary, grows bool, obj *unstructured.Unstructured
 	f.set("minUnitRequests", func() *ast.Term { return lists.term(s.MinUnitRequests) })
 	f.set("topLevel", func() *ast.Term { return trueTerm })
 	f.set("grows", func() *ast.Term { return boolTerm(grows) })
-	f.set("podSpecPaths", func() *ast.Term { return pathsTerm(s.PodSpecPaths) })
-	f.set("jobSpecPaths", func() *ast.Term { return pathsTerm(s.JobSpecPaths) })
+	f.set("podSpecPaths", func() *ast.Term { return pathsTermOf(s.Kind, podPaths, s.PodSpecPaths) })
+	f.set("jobSpecPaths", func() *ast.Term { return pathsTermOf(s.Kind, jobPaths, s.JobSpecPaths) })
 	f.set("claimsUncounted", func() *ast.Term { return str(s.ClaimsUncounted) })
 	// The specs are copies of parts of the object, converted as far as the
 	// policies read into them. A pod spec inside a Job spec (a Job's, a

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -257,7 +258,7 @@ func projectTerm(t *ast.Term, p *InputPaths) *ast.Term {
 }
 
 func projectObject(t *ast.Term, obj ast.Object, p *InputPaths) *ast.Term {
-	out := make([][2]*ast.Term, 0, obj.Len())
+	out := getPairs()
 	same := true
 	obj.Foreach(func(k, e *ast.Term) {
 		s, ok := k.Value.(ast.String)
@@ -267,12 +268,43 @@ func projectObject(t *ast.Term, obj ast.Object, p *InputPaths) *ast.Term {
 		}
 		pe := projectTerm(e, p.child(string(s)))
 		same = same && pe == e
-		out = append(out, [2]*ast.Term{k, pe})
+		out.add(k, pe)
 	})
 	if same {
+		out.release()
 		return t
 	}
-	return ast.ObjectTerm(out...)
+	return ast.NewTerm(out.object())
+}
+
+// pairList is an object's pairs as they are gathered, from a pool:
+// ast.NewObject copies them, so the list is reused by the next object.
+type pairList struct{ s [][2]*ast.Term }
+
+var pairLists = sync.Pool{New: func() any { return &pairList{} }}
+
+// maxPooledPairs keeps a rare huge object's list (a thousand labels) out of
+// the pool.
+const maxPooledPairs = 256
+
+func getPairs() *pairList { return pairLists.Get().(*pairList) }
+
+func (l *pairList) add(k, v *ast.Term) { l.s = append(l.s, [2]*ast.Term{k, v}) }
+
+// object is the pairs' object; the list goes back to the pool.
+func (l *pairList) object() ast.Object {
+	o := ast.NewObject(l.s...)
+	l.release()
+	return o
+}
+
+func (l *pairList) release() {
+	if cap(l.s) > maxPooledPairs {
+		return
+	}
+	clear(l.s)
+	l.s = l.s[:0]
+	pairLists.Put(l)
 }
 
 // projectValue converts the read parts of a decoded JSON value (an
@@ -308,7 +340,7 @@ func projectValue(v any, p *InputPaths) (ast.Value, error) {
 // requester's (a label's, a resource's) and gets a term of its own, as
 // ast.InterfaceToValue would give it: no table keeps it.
 func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
-	var out [][2]*ast.Term
+	out := getPairs()
 	add := func(k string, sub any) error {
 		c, key := p.children[k], (*ast.Term)(nil)
 		if c != nil {
@@ -318,20 +350,18 @@ func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
 		}
 		val, err := projectValue(sub, c)
 		if err == nil {
-			out = append(out, [2]*ast.Term{key, ast.NewTerm(val)})
+			out.add(key, ast.NewTerm(val))
 		}
 		return err
 	}
 	if p.each != nil {
-		out = make([][2]*ast.Term, 0, len(m))
 		for k, sub := range m {
 			if err := add(k, sub); err != nil {
 				return nil, err
 			}
 		}
-		return ast.NewObject(out...), nil
+		return out.object(), nil
 	}
-	out = make([][2]*ast.Term, 0, len(p.children))
 	for k := range p.children {
 		if sub, ok := m[k]; ok {
 			if err := add(k, sub); err != nil {
@@ -339,5 +369,5 @@ func projectMap(m map[string]any, p *InputPaths) (ast.Value, error) {
 			}
 		}
 	}
-	return ast.NewObject(out...), nil
+	return out.object(), nil
 }
