@@ -3,6 +3,7 @@ package policies
 import (
 	"reflect"
 	"strings"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -51,6 +52,7 @@ func init() {
 	ast.InternStringTerm(words...)
 	for _, in := range integrations.All() {
 		catalogGVKs[in.GVK] = newGVKTerm(in.GVK)
+		lastPaths[in.GVK] = new([2]atomic.Pointer[renderedPaths])
 	}
 }
 

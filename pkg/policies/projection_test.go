@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -259,6 +260,22 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 			project(i)
 		}
 		Expect(keyTermCount()).To(Equal(before))
+	})
+
+	It("renders a kind's spec paths again only when they change, and each shape as its own", func() {
+		jobSet := schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}
+		one := [][]any{{"spec", "replicatedJobs", 0, "template", "spec"}}
+		two := [][]any{{"spec", "replicatedJobs", 0, "template", "spec"}, {"spec", "replicatedJobs", 1, "template", "spec"}}
+		first := pathsTermOf(jobSet, jobPaths, one)
+		Expect(pathsTermOf(jobSet, jobPaths, [][]any{{"spec", "replicatedJobs", 0, "template", "spec"}})).To(BeIdenticalTo(first))
+		for range 2 {
+			Expect(pathsTermOf(jobSet, jobPaths, two).String()).To(Equal(pathsTerm(two).String()))
+			Expect(pathsTermOf(jobSet, jobPaths, one).String()).To(Equal(`[["spec", "replicatedJobs", 0, "template", "spec"]]`))
+		}
+		// A kind outside the catalog is rendered each time, never kept.
+		other := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+		Expect(pathsTermOf(other, podPaths, one)).NotTo(BeIdenticalTo(pathsTermOf(other, podPaths, one)))
+		Expect(lastPaths).NotTo(HaveKey(other))
 	})
 
 	It("returns a term the projection leaves unchanged as it is, without a copy", func() {

@@ -2,9 +2,11 @@ package policies
 
 import (
 	"slices"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The parts of the object the workload summary points at: input.workload's
@@ -94,6 +96,40 @@ func valueAt(v any, path []any) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// renderedPaths are paths and their term.
+type renderedPaths struct {
+	paths [][]any
+	term  *ast.Term
+}
+
+// lastPaths keeps, for each catalog kind and for its pod and Job spec paths,
+// the last paths rendered: a kind's workloads nearly always have the same
+// ones (a Job's one pod template), and equal paths render equal terms, which
+// are never modified. Another shape takes the place; the memory is one entry
+// each.
+var lastPaths = map[schema.GroupVersionKind]*[2]atomic.Pointer[renderedPaths]{}
+
+// Which paths lastPaths keeps.
+const (
+	podPaths = iota
+	jobPaths
+)
+
+// pathsTermOf is pathsTerm(paths), reusing the last term of kind's paths of
+// that sort when they are equal.
+func pathsTermOf(kind schema.GroupVersionKind, which int, paths [][]any) *ast.Term {
+	slots, ok := lastPaths[kind]
+	if !ok {
+		return pathsTerm(paths)
+	}
+	if last := slots[which].Load(); last != nil && slices.EqualFunc(last.paths, paths, slices.Equal) {
+		return last.term
+	}
+	t := pathsTerm(paths)
+	slots[which].Store(&renderedPaths{paths: paths, term: t})
+	return t
 }
 
 // pathsTerm renders paths of map keys and list indices.
