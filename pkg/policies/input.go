@@ -444,11 +444,11 @@ func equalResourceLists(a, b corev1.ResourceList) bool {
 }
 
 func resourceListTerm(rl corev1.ResourceList) *ast.Term {
-	o := ast.NewObjectWithCapacity(len(rl))
+	pairs := getPairs()
 	for name, q := range rl {
-		o.Insert(str(string(name)), quantityTerm(q))
+		pairs.add(str(string(name)), quantityTerm(q))
 	}
-	return ast.NewTerm(o)
+	return ast.NewTerm(pairs.object())
 }
 
 // quantityTerm is a quantity as a number in its base unit: cores for cpu (0.5 for
