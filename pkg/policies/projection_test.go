@@ -185,7 +185,7 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 		// A pod spec's containers are read field by field: their environment,
 		// image and command are never converted.
 		for _, p := range []string{"workload", "workload.podSpecs.*", "workload.jobSpecs.*", "workload.podSpecs.*.containers.*",
-			"oldWorkload", "oldWorkload.podSpecs.*", "oldWorkload.jobSpecs.*"} {
+			"oldWorkload", "oldWorkload.podSpecs.*", "oldWorkload.jobSpecs.*", "oldWorkload.priorityClass"} {
 			Expect(read).NotTo(ContainElement(p))
 		}
 		Expect(read).To(ContainElement("workload.podSpecs.*.containers.*.resources.requests.*"))

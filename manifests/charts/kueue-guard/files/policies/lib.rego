@@ -156,9 +156,13 @@ label_changed(key) if {
 
 # Each field by name: a computed key would make every policy read the whole
 # workload (kueue-guard builds only the input its policies read).
-same_as_before("queueName") if input.oldWorkload.queueName == input.workload.queueName
+same_as_before("queueName") if same_queue == true
 
 same_as_before("priorityClass") if input.oldWorkload.priorityClass == input.workload.priorityClass
+
+# same_queue: the update keeps the queue (a rule of its own: calling
+# same_as_before reads every field it compares).
+same_queue if input.oldWorkload.queueName == input.workload.queueName
 
 # label_applies(key): a policy about a label judges new workloads and updates of
 # that label (a suspended Job may be moved to another queue).
@@ -176,7 +180,7 @@ queue_applies if creating == true
 
 queue_applies if {
 	input.request.operation == "UPDATE"
-	not input.oldWorkload.queueName == input.workload.queueName # same_as_before("queueName"), without priorityClass's reads
+	not same_queue == true
 }
 
 # max_exec_time_labeled: the object carries max_exec_time_label where Kueue
