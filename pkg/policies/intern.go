@@ -30,7 +30,9 @@ func init() {
 		workload.PrioritySourceWorkload, workload.PrioritySourcePod, string(kueue.DefaultPodSetName),
 		string(corev1.ResourceCPU), string(corev1.ResourceMemory), string(corev1.ResourceEphemeralStorage),
 		string(corev1.ResourceStorage), string(corev1.ResourcePods),
-		// The accelerators the shipped policies count as GPUs by default.
+		// Common accelerators' resource names, as a GPU Job's requests name them.
+		// Interning only saves allocations: this need not follow the shipped
+		// policies' gpu_resources, which a cluster's data.yaml may change.
 		"nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron", "google.com/tpu",
 	}
 	for _, in := range integrations.All() {
