@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -249,16 +250,31 @@ func queueTerms(view cluster.View, namespace, queue string, frags *fragments, pa
 func item(key string, v *ast.Term) [2]*ast.Term { return [2]*ast.Term{keyTerm(key), v} }
 
 // keyTerms holds the terms of the names keyTerm is given, for the life of the
-// process: only names written in this package, never a key a requester wrote
-// (a label's, a resource's), or each new one would stay in it for good.
-var keyTerms sync.Map // string → *ast.Term
+// process: meant for the names written in this package, never a key a
+// requester wrote (a label's, a resource's). It keeps at most maxKeyTerms,
+// so that a caller that hands it one anyway costs allocations, not memory
+// for good.
+var (
+	keyTerms     sync.Map // string → *ast.Term
+	keyTermCount atomic.Int64
+)
+
+// maxKeyTerms is far above the input's own vocabulary (about 70 names).
+const maxKeyTerms = 1024
 
 func keyTerm(key string) *ast.Term {
 	if t, ok := keyTerms.Load(key); ok {
 		return t.(*ast.Term)
 	}
-	t, _ := keyTerms.LoadOrStore(key, ast.StringTerm(key))
-	return t.(*ast.Term)
+	t := ast.StringTerm(key)
+	if keyTermCount.Load() >= maxKeyTerms {
+		return t
+	}
+	kept, loaded := keyTerms.LoadOrStore(key, t)
+	if !loaded {
+		keyTermCount.Add(1)
+	}
+	return kept.(*ast.Term)
 }
 
 // boolTerm and nullTerm are shared like the keys.

@@ -255,11 +255,32 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 			return v
 		}
 		Expect(project(0).String()).To(Equal(`{"metadata": {"labels": {"team": "a", "trial-0": "x"}}}`))
-		before := keyTermCount()
+		before := keptKeyTerms()
 		for i := range 1000 {
 			project(i)
 		}
-		Expect(keyTermCount()).To(Equal(before))
+		Expect(keptKeyTerms()).To(Equal(before))
+	})
+
+	It("keeps at most maxKeyTerms names, whoever hands keyTerm a key of its own", func() {
+		kept := keyTerm("podSets")
+		// The names handed here leave with the spec, so that the table's
+		// other specs are not run against a full table.
+		DeferCleanup(func() {
+			keyTerms.Range(func(k, _ any) bool {
+				if strings.HasPrefix(k.(string), "handed-") {
+					keyTerms.Delete(k)
+					keyTermCount.Add(-1)
+				}
+				return true
+			})
+		})
+		for i := range 2 * maxKeyTerms {
+			k := "handed-" + strconv.Itoa(i)
+			Expect(keyTerm(k).String()).To(Equal(strconv.Quote(k)))
+		}
+		Expect(keptKeyTerms()).To(BeNumerically("<=", maxKeyTerms))
+		Expect(keyTerm("podSets")).To(BeIdenticalTo(kept), "a name kept before stays shared")
 	})
 
 	It("renders a kind's spec paths again only when they change, and each shape as its own", func() {
@@ -290,8 +311,8 @@ deny contains "x" if same(input.object.spec, input.oldObject.spec)`, []string{"o
 	})
 })
 
-// keyTermCount is how many names keyTerm keeps.
-func keyTermCount() int {
+// keptKeyTerms is how many names keyTerm keeps.
+func keptKeyTerms() int {
 	n := 0
 	keyTerms.Range(func(any, any) bool { n++; return true })
 	return n
