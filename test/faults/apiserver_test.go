@@ -103,12 +103,16 @@ func (p *cutProxy) restore() {
 
 // reviewIn is an AdmissionReview of a Job CREATE in namespace ns, for the
 // mutating webhook.
-func reviewIn(ns string) []byte {
+func reviewIn(ns string) []byte { return reviewOf(ns, admissionv1.Create) }
+
+// reviewOf is reviewIn with the operation given, as a caller of the webhook
+// port other than the API server may write it.
+func reviewOf(ns string, op admissionv1.Operation) []byte {
 	raw, err := json.Marshal(fixtures.Job(ns, "j").Obj().Object)
 	Expect(err).NotTo(HaveOccurred())
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "probe", Operation: admissionv1.Create, Namespace: ns, Name: "j",
+		Request: &admissionv1.AdmissionRequest{UID: "probe", Operation: op, Namespace: ns, Name: "j",
 			Kind:   metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"},
 			Object: runtime.RawExtension{Raw: raw}},
 	})

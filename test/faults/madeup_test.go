@@ -3,7 +3,6 @@ package faults
 import (
 	"bytes"
 	"crypto/tls"
-	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
@@ -11,11 +10,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kueue-guard/kueue-guard/pkg/webhookconfig"
-	"github.com/kueue-guard/kueue-guard/test/fixtures"
 	"github.com/kueue-guard/kueue-guard/test/testenv"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,18 +34,10 @@ var _ = Describe("reviews with made-up operations sent straight to the webhook p
 		hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // the caller is the adversary
 
-		raw, err := json.Marshal(fixtures.Job("team-a", "j").Obj().Object)
-		Expect(err).NotTo(HaveOccurred())
 		const each = 25
 		for i := range each {
 			for _, path := range []string{webhookconfig.MutateWorkloadsPath, webhookconfig.ValidateWorkloadsPath} {
-				body, err := json.Marshal(admissionv1.AdmissionReview{
-					TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-					Request: &admissionv1.AdmissionRequest{UID: "made-up", Operation: admissionv1.Operation("MADE-UP-" + strconv.Itoa(i)),
-						Namespace: "team-a", Name: "j", Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"},
-						Object: runtime.RawExtension{Raw: raw}},
-				})
-				Expect(err).NotTo(HaveOccurred())
+				body := reviewOf("team-a", admissionv1.Operation("MADE-UP-"+strconv.Itoa(i)))
 				resp, err := hc.Post(base+path, "application/json", bytes.NewReader(body))
 				Expect(err).NotTo(HaveOccurred())
 				Expect(resp.Body.Close()).To(Succeed())
